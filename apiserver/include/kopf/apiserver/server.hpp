@@ -1,0 +1,69 @@
+// The embedded Kubernetes-compatible API server, as a library: tests and
+// `kopf apiserver` start it in-process on a loopback port.
+//
+//   kopf::apiserver::Server server({.port = 0});
+//   server.start();
+//   std::string url = server.url();   // http://127.0.0.1:PORT
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace kopf::apiserver {
+
+struct ServerOptions {
+    std::string bind_address = "127.0.0.1";
+    int port = 0;      // 0: pick a free port (see Server::port())
+    bool tls = false;  // generate a CA and serving certificate unless tls_cert_file is given
+    std::filesystem::path tls_cert_file;
+    std::filesystem::path tls_private_key_file;
+    std::filesystem::path client_ca_file;   // accept client certificates signed by this CA
+    std::filesystem::path token_auth_file;  // kube-apiserver CSV: token,user,uid,"group1,group2"
+    std::filesystem::path kubeconfig_out;   // write a ready-to-use kubeconfig here
+    std::filesystem::path data_dir;         // empty: in memory
+    std::size_t max_requests_inflight = 400;  // beyond: 429 with Retry-After
+    std::size_t max_body_bytes = 3 * 1024 * 1024;
+    std::chrono::milliseconds bookmark_interval{60'000};
+    std::size_t watch_history = 100'000;
+    int threads = 2;  // network threads
+};
+
+class Server {
+public:
+    explicit Server(ServerOptions options = {});
+    ~Server();  // stops
+    Server(const Server&) = delete;
+    Server& operator=(const Server&) = delete;
+
+    void start();  // binds and serves in background threads; throws on bind/TLS errors
+    void stop();
+
+    int port() const;
+    std::string url() const;             // http(s)://127.0.0.1:PORT
+    std::string ca_cert_pem() const;     // the serving CA when TLS is on
+    std::string admin_token() const;     // a token accepted with full rights when TLS is on
+    std::string kubeconfig_yaml() const; // the same text --kubeconfig-out writes
+
+    // Issue a client certificate signed by the server's CA (TLS mode): {cert_pem, key_pem}.
+    std::pair<std::string, std::string> issue_client_certificate(const std::string& user,
+                                                                 const std::string& group) const;
+
+    // Fault injection for tests.
+    void drop_watches();
+    void compact_history();
+    void stall_watches(bool stalled);
+    void fail_next_requests(int count, int status, int retry_after_seconds = 0);
+    void delay_responses(std::chrono::milliseconds delay);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// `kopf apiserver ...`: argv[0] is "apiserver". Returns the process exit code.
+int apiserver_command(int argc, char** argv);
+
+}  // namespace kopf::apiserver

@@ -1,0 +1,47 @@
+// The request semantics of the embedded API server: storage, catalog, CRDs,
+// discovery, OpenAPI, Table output, selectors, patches, watches, garbage
+// collection, namespaces, admission and persistence. Transport-free: the network
+// layer (src/net/) calls handle() from any of its threads.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "api/admission_transport.hpp"
+#include "api/http_types.hpp"
+
+namespace kopf::apiserver {
+
+struct CoreOptions {
+    std::filesystem::path data_dir;                    // empty: in memory only
+    std::chrono::milliseconds bookmark_interval{60'000};  // periodic BOOKMARK events
+    std::size_t history_size = 100'000;  // watch events kept for resuming from a resourceVersion
+    std::string server_address = "127.0.0.1:0";  // for serverAddressByClientCIDRs
+    std::shared_ptr<AdmissionTransport> admission;  // calls webhooks; null: webhooks fail
+};
+
+class ApiCore {
+public:
+    explicit ApiCore(CoreOptions options);
+    ~ApiCore();
+    ApiCore(const ApiCore&) = delete;
+    ApiCore& operator=(const ApiCore&) = delete;
+
+    // Thread-safe. Never throws: every failure becomes a Kubernetes Status response.
+    HttpResponse handle(const HttpRequest& request);
+
+    // Fault injection (tests): end every open watch stream now (clients see EOF).
+    void drop_watches();
+    // Forget all watch history: resuming from any older resourceVersion gets 410 Expired.
+    void compact_history();
+    // While stalled, open watches receive nothing (no events, no bookmarks) but stay open.
+    void stall_watches(bool stalled);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kopf::apiserver

@@ -1,0 +1,62 @@
+// Label and field selectors with the grammar of kube-apiserver
+// (apimachinery pkg/labels/selector.go, pkg/fields/selector.go).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kopf::apiserver {
+
+// Thrown for unparsable selectors; what() is the message a real server puts in the
+// 400 BadRequest Status (e.g. `unable to parse requirement: ...`).
+struct SelectorError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+class LabelSelector {
+public:
+    LabelSelector() = default;  // matches everything
+    static LabelSelector parse(std::string_view text);  // throws SelectorError
+    // From a metav1.LabelSelector object {matchLabels, matchExpressions} (webhooks, GC).
+    static LabelSelector from_json(const nlohmann::json& selector);
+    bool matches(const nlohmann::json& labels) const;  // labels: object or null
+    bool empty() const { return requirements_.empty(); }
+
+    struct Requirement {
+        std::string key;
+        std::string op;  // "=", "==", "!=", "in", "notin", "exists", "!", "gt", "lt"
+        std::vector<std::string> values;
+    };
+    const std::vector<Requirement>& requirements() const { return requirements_; }
+
+private:
+    std::vector<Requirement> requirements_;
+};
+
+class FieldSelector {
+public:
+    FieldSelector() = default;
+    // `group` ("" for core) and `kind` decide which field labels are supported
+    // (metadata.name and metadata.namespace everywhere; Event involvedObject.*,
+    // reason, type, source, reportingComponent; Pod spec.nodeName, status.phase, ...;
+    // Secret type). Throws SelectorError `field label not supported: X`.
+    static FieldSelector parse(std::string_view text, const std::string& group,
+                               const std::string& kind);
+    bool matches(const nlohmann::json& object) const;
+    bool empty() const { return terms_.empty(); }
+
+    struct Term {
+        std::string field;
+        bool equals = true;  // "=" / "==" vs "!="
+        std::string value;
+    };
+    const std::vector<Term>& terms() const { return terms_; }
+
+private:
+    std::vector<Term> terms_;
+};
+
+}  // namespace kopf::apiserver

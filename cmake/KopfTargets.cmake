@@ -1,0 +1,23 @@
+# Helpers shared by the component CMakeLists.
+
+# kopf_add_test_dir(DIR LIBS...): every DIR/*_test.cpp becomes its own test executable
+# (so one broken file cannot hide the others), registered with ctest per GoogleTest case.
+include(GoogleTest)
+function(kopf_add_test_dir dir)
+  file(GLOB test_sources CONFIGURE_DEPENDS ${dir}/*_test.cpp)
+  file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR}/tests ${dir})
+  string(REPLACE "/" "_" prefix ${rel})
+  file(GLOB support_sources CONFIGURE_DEPENDS ${dir}/support/*.cpp)
+  foreach(src ${test_sources})
+    get_filename_component(name ${src} NAME_WE)
+    set(target ${prefix}_${name})
+    add_executable(${target} ${src} ${support_sources})
+    target_link_libraries(${target} PRIVATE ${ARGN} GTest::gtest GTest::gmock GTest::gtest_main)
+    target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests ${PROJECT_SOURCE_DIR}/src
+                               ${PROJECT_SOURCE_DIR}/apiserver/src ${PROJECT_SOURCE_DIR}/apiserver/include)
+    target_compile_definitions(${target} PRIVATE
+      KOPF_SOURCE_DIR="${PROJECT_SOURCE_DIR}" KOPF_BINARY_DIR="${PROJECT_BINARY_DIR}")
+    gtest_discover_tests(${target} TEST_PREFIX "${rel}/" DISCOVERY_MODE PRE_TEST
+                         PROPERTIES LABELS "${rel}" TIMEOUT 300)
+  endforeach()
+endfunction()

@@ -1,0 +1,15 @@
+#!/bin/sh
+# Runs the whole test suite from a clean checkout: installs dependencies, builds
+# under AddressSanitizer+UndefinedBehaviorSanitizer and runs the tests there, then
+# builds the optimised tree and runs every test again (its summary is the last line).
+set -eu
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+
+cmake --preset asan
+cmake --build --preset asan
+ctest --preset asan
+
+cmake --preset default
+cmake --build --preset default
+ctest --preset default
