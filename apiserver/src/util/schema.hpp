@@ -9,14 +9,35 @@
 
 namespace kopf::apiserver {
 
-// One field error as in a Status `details.causes[]` entry:
-//   {"reason":"FieldValueInvalid","message":"Invalid value: \"x\": spec.n in body must be of type integer: \"string\"","field":"spec.n"}
+// One field error as in a Status `details.causes[]` entry, e.g.
+//   reason  FieldValueTypeInvalid
+//   field   spec.n
+//   message Invalid value: "string": spec.n in body must be of type integer: "string"
 struct FieldError {
-    std::string reason;   // FieldValueInvalid, FieldValueRequired, FieldValueNotSupported, FieldValueTypeInvalid, ...
+    std::string reason;   // FieldValueInvalid, FieldValueRequired, FieldValueTypeInvalid, ...
     std::string field;    // dotted path: spec.items[2].name
     std::string message;  // without the field prefix
     std::string to_string() const;  // "<field>: <message>" as in the Status message list
 };
+
+// Constructors with apimachinery's field.Error wording (util/validation/field/errors.go).
+// Values render like Go: strings quoted, numbers/bools plain, objects/arrays as JSON.
+FieldError field_invalid(std::string field, const nlohmann::json& value, std::string detail);
+FieldError field_type_invalid(std::string field, const nlohmann::json& value, std::string detail);
+FieldError field_required(std::string field, std::string detail = "");
+FieldError field_forbidden(std::string field, std::string detail);
+FieldError field_not_supported(std::string field, const nlohmann::json& value,
+                               const std::vector<std::string>& supported);
+FieldError field_duplicate(std::string field, const nlohmann::json& value);
+FieldError field_not_found(std::string field, const nlohmann::json& value);
+// "Too long: may not be more than N bytes"
+FieldError field_too_long(std::string field, long long max_bytes);
+FieldError field_too_many(std::string field, long long actual, long long max_items);
+FieldError field_internal(std::string field, std::string detail);
+
+// Joined like apimachinery's aggregate ("a" or "[a, b]", duplicates dropped): the text
+// that follows `<Kind> "<name>" is invalid: ` in a 422 Status message.
+std::string join_field_errors(const std::vector<FieldError>& errors);
 
 // Errors that make a CRD version's openAPIV3Schema non-structural or invalid
 // (field paths relative to spec.versions[i].schema.openAPIV3Schema, prefixed by `path`).
@@ -26,14 +47,23 @@ std::vector<FieldError> validate_structural_schema(const nlohmann::json& schema,
 // Drop fields not described by the schema (honours x-kubernetes-preserve-unknown-fields,
 // x-kubernetes-embedded-resource, additionalProperties). apiVersion, kind and
 // metadata at the root are never pruned (metadata is pruned to ObjectMeta fields).
-void prune(nlohmann::json& object, const nlohmann::json& schema);
+// Also drops nulls of non-nullable fields that have no default. Returns the sorted paths
+// of the dropped unknown fields ("spec.foo", "spec.items[0].bar", "metadata.junk"), for the
+// `unknown field "<path>"` warnings/errors of fieldValidation=Warn/Strict.
+std::vector<std::string> prune(nlohmann::json& object, const nlohmann::json& schema);
 
-// Apply `default` values from the schema where fields are absent (after pruning).
+// Apply `default` values from the schema where fields are absent or null-but-not-nullable
+// (after pruning). Defaults are applied recursively, so nested defaults materialise inside
+// a parent that was itself defaulted (e.g. `default: {}`).
 void apply_defaults(nlohmann::json& object, const nlohmann::json& schema);
 
 // Validate an object against the schema: type, required, enum, pattern, format,
 // minimum/maximum (+exclusive), minLength/maxLength, minItems/maxItems, uniqueItems,
-// minProperties/maxProperties, nullable, x-kubernetes-int-or-string, allOf/anyOf/oneOf/not.
+// minProperties/maxProperties, nullable, x-kubernetes-int-or-string, allOf/anyOf/oneOf/not,
+// x-kubernetes-list-type set/map uniqueness, and the shape of nested
+// x-kubernetes-embedded-resource objects (apiVersion, kind, metadata). Field paths are
+// relative to the object root ("spec.size"); errors about the whole object (and the
+// allOf/anyOf/oneOf/not summaries) use the field "<nil>", as upstream does.
 std::vector<FieldError> validate(const nlohmann::json& object, const nlohmann::json& schema);
 
 }  // namespace kopf::apiserver

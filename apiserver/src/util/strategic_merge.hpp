@@ -1,7 +1,8 @@
-// Strategic merge patch for the built-in kinds (apimachinery
-// pkg/util/strategicpatch): patchMergeKey/patchStrategy per field, $patch
-// directives (replace, delete, merge), $deleteFromPrimitiveList, $retainKeys,
-// $setElementOrder (accepted, order applied when possible).
+// Strategic merge patch for the built-in kinds (apimachinery pkg/util/strategicpatch, as the
+// apiserver applies it): patchMergeKey/patchStrategy per field, the $patch directives
+// (replace, delete; merge is rejected as upstream does), $deleteFromPrimitiveList,
+// $retainKeys and $setElementOrder, with upstream's resulting element order (without
+// $setElementOrder, items new to a list come first). Errors carry upstream's texts.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -19,5 +20,14 @@ struct PatchError : std::runtime_error {
 // "uid", conditions by "type"). Unknown fields merge like JSON merge patch.
 nlohmann::json strategic_merge_patch(const nlohmann::json& original, const nlohmann::json& patch,
                                      const std::string& group, const std::string& kind);
+
+// The same with explicit patch metadata (e.g. from a kind's OpenAPI
+// x-kubernetes-patch-strategy / x-kubernetes-patch-merge-key), described as
+//   {"fields": {"<field>": {"strategy": "merge" | "replace" | "merge,retainKeys",
+//                           "mergeKey": "name", "fields": {...item or struct fields...}}}}
+// Fields without metadata merge like JSON merge patch (maps) or are replaced (lists).
+nlohmann::json strategic_merge_patch_with_meta(const nlohmann::json& original,
+                                               const nlohmann::json& patch,
+                                               const nlohmann::json& meta);
 
 }  // namespace kopf::apiserver
