@@ -15,15 +15,15 @@
 namespace kopf::apiserver {
 
 struct CoreOptions {
-    std::filesystem::path data_dir;                    // empty: in memory only
+    std::filesystem::path data_dir;                       // empty: in memory only
     std::chrono::milliseconds bookmark_interval{60'000};  // periodic BOOKMARK events
     std::size_t history_size = 100'000;  // watch events kept for resuming from a resourceVersion
-    std::string server_address = "127.0.0.1:0";  // for serverAddressByClientCIDRs
+    std::string server_address = "127.0.0.1:0";     // for serverAddressByClientCIDRs
     std::shared_ptr<AdmissionTransport> admission;  // calls webhooks; null: webhooks fail
 };
 
 class ApiCore {
-public:
+  public:
     explicit ApiCore(CoreOptions options);
     ~ApiCore();
     ApiCore(const ApiCore&) = delete;
@@ -39,7 +39,7 @@ public:
     // While stalled, open watches receive nothing (no events, no bookmarks) but stay open.
     void stall_watches(bool stalled);
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };

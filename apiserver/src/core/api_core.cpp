@@ -1,0 +1,348 @@
+// ApiCore: a thin shell over the Engine, plus request routing (paths -> verbs).
+#include "api/api_core.hpp"
+
+#include "core/engine.hpp"
+#include "core/persistence.hpp"
+
+namespace kopf::apiserver {
+
+using core::Engine;
+
+struct ApiCore::Impl {
+    std::shared_ptr<Engine> engine;
+};
+
+ApiCore::ApiCore(CoreOptions options) : impl_(std::make_unique<Impl>()) {
+    impl_->engine = std::make_shared<Engine>(std::move(options));
+    impl_->engine->start();
+}
+
+ApiCore::~ApiCore() {
+    impl_->engine->shutdown();
+}
+
+HttpResponse ApiCore::handle(const HttpRequest& request) {
+    return impl_->engine->handle(request);
+}
+void ApiCore::drop_watches() {
+    impl_->engine->drop_watches();
+}
+void ApiCore::compact_history() {
+    impl_->engine->compact_history();
+}
+void ApiCore::stall_watches(bool stalled) {
+    impl_->engine->stall_watches(stalled);
+}
+
+}  // namespace kopf::apiserver
+
+namespace kopf::apiserver::core {
+
+Engine::Engine(CoreOptions options) : options_(std::move(options)) {}
+
+Engine::~Engine() {
+    shutdown();
+}
+
+void Engine::start() {
+    builtins_ = builtin_resources();
+    for (const auto& r : builtins_) register_resource(r);
+    {
+        std::unique_lock lock(mu_);
+        if (!options_.data_dir.empty()) load_persisted();
+        auto* namespaces = find_endpoint("", "v1", "namespaces").get();
+        for (const char* ns : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
+            if (find_object(*namespaces, "", ns)) continue;
+            json obj = {{"apiVersion", "v1"},
+                        {"kind", "Namespace"},
+                        {"metadata",
+                         {{"name", ns},
+                          {"uid", new_uid()},
+                          {"creationTimestamp", now_rfc3339()},
+                          {"labels", {{"kubernetes.io/metadata.name", ns}}}}},
+                        {"spec", {{"finalizers", {"kubernetes"}}}},
+                        {"status", {{"phase", "Active"}}}};
+            commit_write(*namespaces, std::move(obj), nullptr);
+        }
+        // In memory, history starts with the first write; restored state has no history.
+        oldest_available_rv_ = options_.data_dir.empty() ? 0 : rv_;
+        run_controllers();
+    }
+    background_ = std::thread([this] { background_loop(); });
+}
+
+void Engine::shutdown() {
+    {
+        std::unique_lock lock(mu_);
+        if (stopping_) return;
+        stopping_ = true;
+        for (auto& [key, list] : watchers_)
+            for (auto& w : list) {
+                if (w->sink) w->sink->close();
+                w->sink.reset();
+                w->active = false;
+            }
+        watchers_.clear();
+    }
+    cv_.notify_all();
+    if (background_.joinable()) background_.join();
+    std::unique_lock lock(mu_);
+    persistence_.reset();
+}
+
+HttpResponse Engine::handle(const HttpRequest& request) {
+    HttpResponse response;
+    try {
+        return route(request);
+    } catch (const ApiError& e) {
+        response.status = e.code;
+        response.headers = e.headers;
+        if (!e.plain_text.empty()) {
+            response.content_type = "text/plain; charset=utf-8";
+            response.body = e.plain_text;
+        } else {
+            response.body = e.status.dump();
+            if (e.status.contains("details") && e.status["details"].contains("retryAfterSeconds"))
+                response.headers.emplace_back(
+                    "Retry-After",
+                    std::to_string(e.status["details"]["retryAfterSeconds"].get<int>()));
+        }
+    } catch (const std::exception& e) {
+        response.status = 500;
+        response.body =
+            make_status(500, "InternalError", std::string("Internal error occurred: ") + e.what())
+                .dump();
+    }
+    return response;
+}
+
+namespace {
+
+std::vector<std::string> split_path(const std::string& path) {
+    std::vector<std::string> seg;
+    std::size_t i = 0;
+    while (i < path.size()) {
+        std::size_t j = path.find('/', i);
+        if (j == std::string::npos) j = path.size();
+        if (j > i) seg.push_back(path.substr(i, j - i));
+        i = j + 1;
+    }
+    return seg;
+}
+
+HttpResponse text(const std::string& body) {
+    HttpResponse r;
+    r.content_type = "text/plain; charset=utf-8";
+    r.body = body;
+    return r;
+}
+
+}  // namespace
+
+HttpResponse Engine::route(const HttpRequest& request) {
+    const std::string& p = request.path;
+    if (p == "/version" || p == "/version/") {
+        HttpResponse r;
+        r.body = json{{"major", "1"},
+                      {"minor", "32"},
+                      {"emulationMajor", "1"},
+                      {"emulationMinor", "32"},
+                      {"minCompatibilityMajor", "1"},
+                      {"minCompatibilityMinor", "31"},
+                      {"gitVersion", "v1.32.0"},
+                      {"gitCommit", "0000000000000000000000000000000000000000"},
+                      {"gitTreeState", "clean"},
+                      {"buildDate", "2026-01-01T00:00:00Z"},
+                      {"goVersion", "go1.23.0"},
+                      {"compiler", "gc"},
+                      {"platform", "linux/amd64"}}
+                     .dump();
+        return r;
+    }
+    if (p == "/healthz" || p == "/livez" || p == "/readyz" || p.rfind("/healthz/", 0) == 0 ||
+        p.rfind("/livez/", 0) == 0 || p.rfind("/readyz/", 0) == 0)
+        return text("ok");
+    auto seg = split_path(p);
+    if (seg.empty()) throw page_not_found();
+    const std::string& accept = request.accept;
+    if (!accept.empty() && accept.find("json") == std::string::npos &&
+        accept.find("*/*") == std::string::npos &&
+        accept.find("application/*") == std::string::npos)
+        throw api_error(406, "NotAcceptable",
+                        "the server was unable to respond with a content type that the client "
+                        "supports");
+    if (seg[0] == "openapi") {
+        if (request.method != "GET") throw page_not_found();
+        std::unique_lock lock(mu_);
+        return openapi(seg);
+    }
+    if (seg[0] == "api" || seg[0] == "apis") {
+        std::size_t gv_end = seg[0] == "api" ? 2 : 3;
+        if (seg.size() <= gv_end) {
+            if (request.method != "GET") throw page_not_found();
+            std::unique_lock lock(mu_);
+            return discovery(seg, request);
+        }
+        std::string group = seg[0] == "api" ? "" : seg[1];
+        std::string version = seg[gv_end - 1];
+        if (seg[0] == "api" && version != "v1") throw page_not_found();
+        return resource_request(request, seg, gv_end, group, version);
+    }
+    throw page_not_found();
+}
+
+HttpResponse Engine::resource_request(const HttpRequest& request,
+                                      const std::vector<std::string>& seg, std::size_t gv_end,
+                                      const std::string& group, const std::string& version) {
+    std::vector<std::string> rest(seg.begin() + static_cast<long>(gv_end), seg.end());
+    bool watch_prefix = false;
+    if (!rest.empty() && rest[0] == "watch") {
+        watch_prefix = true;
+        rest.erase(rest.begin());
+    }
+    if (rest.empty()) throw page_not_found();
+    RequestInfo rq;
+    rq.http = &request;
+    rq.version = version;
+    std::string plural;
+    bool namespaced_path = false;
+    if (rest[0] == "namespaces" && rest.size() >= 3 &&
+        !(rest.size() == 3 && (rest[2] == "status" || rest[2] == "finalize"))) {
+        namespaced_path = true;
+        rq.ns = rest[1];
+        plural = rest[2];
+        rest.erase(rest.begin(), rest.begin() + 3);
+    } else {
+        plural = rest[0];
+        rest.erase(rest.begin());
+    }
+    if (rest.size() > 2) throw page_not_found();
+    if (!rest.empty()) rq.name = rest[0];
+    if (rest.size() == 2) rq.sub = rest[1];
+
+    std::unique_lock lock(mu_);
+    rq.res = find_endpoint(group, version, plural);
+    if (!rq.res) throw page_not_found();
+    const Resource& res = *rq.res;
+    if (namespaced_path && !res.namespaced) throw page_not_found();
+    if (!namespaced_path && res.namespaced && !rq.name.empty()) throw page_not_found();
+
+    const auto& q = request.query;
+    auto qv = [&](const char* key) {
+        auto it = q.find(key);
+        return it == q.end() ? std::string() : it->second;
+    };
+    bool watch = watch_prefix || (q.count("watch") && qv("watch") != "false" && qv("watch") != "0");
+    const std::string& m = request.method;
+    if (m == "GET")
+        rq.verb = watch ? "watch" : rq.name.empty() ? "list" : "get";
+    else if (m == "POST" && rq.name.empty())
+        rq.verb = "create";
+    else if (m == "PUT" && !rq.name.empty())
+        rq.verb = "update";
+    else if (m == "PATCH" && !rq.name.empty())
+        rq.verb = "patch";
+    else if (m == "DELETE")
+        rq.verb = rq.name.empty() ? "deletecollection" : "delete";
+    else
+        throw api_error(405, "MethodNotAllowed",
+                        "the server does not allow this method on the requested resource");
+    if (!rq.sub.empty()) {
+        const ResourceVersion* v = res.version(version);
+        bool known = (rq.sub == "status" && v && v->status_subresource) ||
+                     (rq.sub == "scale" && v && !v->scale.is_null());
+        for (const auto& [sub, verbs] : res.extra_subresources)
+            if (sub == rq.sub) known = true;
+        if (!known)
+            throw api_error(404, "NotFound", "the server could not find the requested resource");
+        if (rq.verb != "get" && rq.verb != "update" && rq.verb != "patch")
+            throw api_error(405, "MethodNotAllowed",
+                            rq.verb + " is not supported on resources of kind \"" + res.plural +
+                                "/" + rq.sub + "\"");
+        if (rq.sub == "finalize" && rq.verb != "update")
+            throw api_error(
+                405, "MethodNotAllowed",
+                rq.verb + " is not supported on resources of kind \"namespaces/finalize\"");
+    }
+    std::string verb_check = rq.verb;
+    if (std::find(res.verbs.begin(), res.verbs.end(), verb_check) == res.verbs.end()) {
+        if (verb_check == "create" && res.terminating)
+            throw api_error(403, "Forbidden",
+                            res.qualified() +
+                                " is forbidden: create not allowed while custom "
+                                "resource definition is terminating",
+                            {{"group", res.group}, {"kind", res.plural}});
+        if ((verb_check == "update" || verb_check == "patch") && res.terminating) {
+            // Updates stay allowed on terminating CRDs' objects (finalizer removal).
+        } else {
+            throw api_error(
+                405, "MethodNotAllowed",
+                verb_check + " is not supported on resources of kind \"" + res.plural + "\"");
+        }
+    }
+    if (res.namespaced && rq.ns.empty() && (rq.verb == "create" || rq.verb == "deletecollection"))
+        throw api_error(405, "MethodNotAllowed",
+                        "the server does not allow this method on the requested resource");
+    std::string dry = qv("dryRun");
+    if (!dry.empty() && dry != "All")
+        throw invalid_error(
+            "meta.k8s.io", "DryRun", "",
+            json::array({cause("FieldValueNotSupported", "dryRun",
+                               "Unsupported value: \"" + dry + "\": supported values: \"All\"")}));
+    rq.dry_run = dry == "All";
+    std::string fv = qv("fieldValidation");
+    if (!fv.empty() && fv != "Ignore" && fv != "Warn" && fv != "Strict")
+        throw bad_request("fieldValidation: Unsupported value: \"" + fv +
+                          "\": supported values: \"Ignore\", \"Strict\", \"Warn\"");
+    if (!fv.empty()) rq.field_validation = fv;
+    rq.field_manager = qv("fieldManager");
+    if (rq.field_manager.empty()) {
+        const std::string& ua = request.user_agent;
+        rq.field_manager = ua.substr(0, ua.find('/'));
+        if (rq.field_manager.empty()) rq.field_manager = "unknown";
+    }
+    HttpResponse response;
+    if (rq.verb == "get")
+        response = do_get(rq);
+    else if (rq.verb == "list")
+        response = do_list(rq);
+    else if (rq.verb == "watch")
+        response = do_watch(rq);
+    else if (rq.verb == "create")
+        response = do_create(rq, lock);
+    else if (rq.verb == "update")
+        response = do_update(rq, lock);
+    else if (rq.verb == "patch")
+        response = do_patch(rq, lock);
+    else if (rq.verb == "delete")
+        response = do_delete(rq, lock);
+    else
+        response = do_delete_collection(rq, lock);
+    if (controllers_dirty_) run_controllers();
+    return response;
+}
+
+void Engine::drop_watches() {
+    std::unique_lock lock(mu_);
+    for (auto& [key, list] : watchers_) {
+        for (auto& w : list) {
+            if (w->sink) w->sink->close();
+            w->sink.reset();
+            w->active = false;
+        }
+    }
+    watchers_.clear();
+}
+
+void Engine::compact_history() {
+    std::unique_lock lock(mu_);
+    history_.clear();
+    oldest_available_rv_ = rv_;
+}
+
+void Engine::stall_watches(bool stalled) {
+    std::unique_lock lock(mu_);
+    stalled_ = stalled;
+}
+
+}  // namespace kopf::apiserver::core

@@ -1,0 +1,251 @@
+// Lists (selectors, pagination, resourceVersion) and watches (history, 410,
+// bookmarks, timeouts, selector transitions, initial events).
+#include <gtest/gtest.h>
+
+#include "support/harness.hpp"
+
+using namespace kopf::apiserver;
+using namespace kopf::apiserver::testing;
+using namespace std::chrono_literals;
+
+namespace {
+const std::string kCms = "/api/v1/namespaces/default/configmaps";
+
+json labelled(const std::string& name, const std::string& app) {
+    json cm = configmap(name);
+    cm["metadata"]["labels"] = {{"app", app}};
+    return cm;
+}
+}  // namespace
+
+TEST(List, ItemsAreOrderedAndCarryListKind) {
+    ApiCore core({});
+    post(core, kCms, configmap("b"));
+    post(core, kCms, configmap("a"));
+    auto r = get(core, kCms);
+    EXPECT_EQ(r.body["kind"], "ConfigMapList");
+    ASSERT_EQ(r.body["items"].size(), 2u);
+    EXPECT_EQ(r.body["items"][0]["metadata"]["name"], "a");
+    EXPECT_FALSE(r.body["metadata"]["resourceVersion"].get<std::string>().empty());
+}
+
+TEST(List, EmptyListHasItemsArray) {
+    ApiCore core({});
+    auto r = get(core, kCms);
+    EXPECT_TRUE(r.body["items"].is_array());
+}
+
+TEST(List, AllNamespacesListing) {
+    ApiCore core({});
+    post(core, kCms, configmap("a"));
+    post(core, "/api/v1/namespaces/kube-system/configmaps", configmap("b"));
+    EXPECT_EQ(get(core, "/api/v1/configmaps").body["items"].size(), 2u);
+    EXPECT_EQ(get(core, kCms).body["items"].size(), 1u);
+}
+
+TEST(List, LabelSelectorFilters) {
+    ApiCore core({});
+    post(core, kCms, labelled("a", "x"));
+    post(core, kCms, labelled("b", "y"));
+    auto r = get(core, kCms, {{"labelSelector", "app=x"}});
+    ASSERT_EQ(r.body["items"].size(), 1u);
+    EXPECT_EQ(r.body["items"][0]["metadata"]["name"], "a");
+}
+
+TEST(List, BadLabelSelectorIs400) {
+    ApiCore core({});
+    auto r = get(core, kCms, {{"labelSelector", "app in (x"}});
+    EXPECT_EQ(r.status, 400);
+    EXPECT_EQ(r.body["reason"], "BadRequest");
+}
+
+TEST(List, FieldSelectorOnName) {
+    ApiCore core({});
+    post(core, kCms, configmap("a"));
+    post(core, kCms, configmap("b"));
+    auto r = get(core, kCms, {{"fieldSelector", "metadata.name=b"}});
+    ASSERT_EQ(r.body["items"].size(), 1u);
+    EXPECT_EQ(r.body["items"][0]["metadata"]["name"], "b");
+}
+
+TEST(List, LimitAndContinuePaginate) {
+    ApiCore core({});
+    for (const char* n : {"a", "b", "c"}) post(core, kCms, configmap(n));
+    auto p1 = get(core, kCms, {{"limit", "2"}});
+    ASSERT_EQ(p1.body["items"].size(), 2u);
+    ASSERT_TRUE(p1.body["metadata"].contains("continue"));
+    EXPECT_EQ(p1.body["metadata"]["remainingItemCount"], 1);
+    auto p2 = get(core, kCms, {{"limit", "2"}, {"continue", p1.body["metadata"]["continue"]}});
+    ASSERT_EQ(p2.body["items"].size(), 1u);
+    EXPECT_EQ(p2.body["items"][0]["metadata"]["name"], "c");
+    EXPECT_FALSE(p2.body["metadata"].contains("continue"));
+}
+
+TEST(List, InvalidContinueIs400) {
+    ApiCore core({});
+    EXPECT_EQ(get(core, kCms, {{"continue", "garbage!"}}).status, 400);
+}
+
+TEST(List, ResourceVersionMatchRequiresResourceVersion) {
+    ApiCore core({});
+    EXPECT_EQ(get(core, kCms, {{"resourceVersionMatch", "NotOlderThan"}}).status, 422);
+}
+
+TEST(List, NonNumericResourceVersionIs400) {
+    ApiCore core({});
+    EXPECT_EQ(get(core, kCms, {{"resourceVersion", "abc"}}).status, 400);
+}
+
+TEST(Watch, WithoutResourceVersionSendsSyntheticAdded) {
+    ApiCore core({});
+    post(core, kCms, configmap("a"));
+    auto sink = watch(core, kCms, {});
+    ASSERT_TRUE(sink->wait_for_count(1));
+    auto ev = sink->events()[0];
+    EXPECT_EQ(ev["type"], "ADDED");
+    EXPECT_EQ(ev["object"]["kind"], "ConfigMap");
+    EXPECT_EQ(sink->lines()[0].back(), '\n');
+}
+
+TEST(Watch, FromResourceVersionDeliversLaterChangesInOrder) {
+    ApiCore core({});
+    post(core, kCms, configmap("a"));
+    std::string rv = get(core, kCms).body["metadata"]["resourceVersion"];
+    auto sink = watch(core, kCms, {{"resourceVersion", rv}});
+    patch(core, kCms + "/a", {{"data", {{"k", "2"}}}});
+    del(core, kCms + "/a");
+    ASSERT_TRUE(sink->wait_for_count(2));
+    auto evs = sink->events();
+    EXPECT_EQ(evs[0]["type"], "MODIFIED");
+    EXPECT_EQ(evs[1]["type"], "DELETED");
+    EXPECT_GT(std::stoull(evs[1]["object"]["metadata"]["resourceVersion"].get<std::string>()),
+              std::stoull(evs[0]["object"]["metadata"]["resourceVersion"].get<std::string>()));
+}
+
+TEST(Watch, ResumeReplaysHistoryMissedWhileDisconnected) {
+    ApiCore core({});
+    std::string rv = get(core, kCms).body["metadata"]["resourceVersion"];
+    post(core, kCms, configmap("a"));
+    auto sink = watch(core, kCms, {{"resourceVersion", rv}});
+    ASSERT_TRUE(sink->wait_for_count(1));
+    EXPECT_EQ(sink->events()[0]["type"], "ADDED");
+}
+
+TEST(Watch, CompactedHistoryGivesExpiredError) {
+    ApiCore core({});
+    std::string rv = get(core, kCms).body["metadata"]["resourceVersion"];
+    post(core, kCms, configmap("a"));
+    core.compact_history();
+    auto sink = watch(core, kCms, {{"resourceVersion", rv}});
+    ASSERT_TRUE(sink->wait_closed());
+    auto evs = sink->events();
+    ASSERT_EQ(evs.size(), 1u);
+    EXPECT_EQ(evs[0]["type"], "ERROR");
+    EXPECT_EQ(evs[0]["object"]["code"], 410);
+    EXPECT_EQ(evs[0]["object"]["reason"], "Expired");
+}
+
+TEST(Watch, BookmarksArriveWhenAllowed) {
+    CoreOptions opts;
+    opts.bookmark_interval = 50ms;
+    ApiCore core(opts);
+    std::string rv = get(core, kCms).body["metadata"]["resourceVersion"];
+    auto sink = watch(core, kCms, {{"resourceVersion", rv}, {"allowWatchBookmarks", "true"}});
+    ASSERT_TRUE(sink->wait_for_count(1));
+    auto ev = sink->events()[0];
+    EXPECT_EQ(ev["type"], "BOOKMARK");
+    EXPECT_EQ(ev["object"]["kind"], "ConfigMap");
+    EXPECT_TRUE(ev["object"]["metadata"].contains("resourceVersion"));
+}
+
+TEST(Watch, TimeoutSecondsEndsTheStream) {
+    ApiCore core({});
+    auto sink = watch(core, kCms, {{"timeoutSeconds", "1"}});
+    EXPECT_TRUE(sink->wait_closed(10s));
+}
+
+TEST(Watch, DropWatchesClosesStreams) {
+    ApiCore core({});
+    auto sink = watch(core, kCms, {});
+    core.drop_watches();
+    EXPECT_TRUE(sink->closed());
+}
+
+TEST(Watch, StalledWatchesReceiveNothingButStayOpen) {
+    ApiCore core({});
+    auto sink = watch(core, kCms, {});
+    core.stall_watches(true);
+    post(core, kCms, configmap("a"));
+    EXPECT_FALSE(sink->wait_for_count(1, 200ms));
+    EXPECT_FALSE(sink->closed());
+    core.stall_watches(false);
+    post(core, kCms, configmap("b"));
+    EXPECT_TRUE(sink->wait_for_count(1));
+}
+
+TEST(Watch, SelectorTransitionsBecomeAddedAndDeleted) {
+    ApiCore core({});
+    post(core, kCms, labelled("a", "y"));
+    std::string rv = get(core, kCms).body["metadata"]["resourceVersion"];
+    auto sink = watch(core, kCms, {{"resourceVersion", rv}, {"labelSelector", "app=x"}});
+    patch(core, kCms + "/a", {{"metadata", {{"labels", {{"app", "x"}}}}}});
+    patch(core, kCms + "/a", {{"metadata", {{"labels", {{"app", "z"}}}}}});
+    ASSERT_TRUE(sink->wait_for_count(2));
+    auto evs = sink->events();
+    EXPECT_EQ(evs[0]["type"], "ADDED");
+    EXPECT_EQ(evs[1]["type"], "DELETED");
+}
+
+TEST(Watch, OneNamespaceWatchIgnoresOtherNamespaces) {
+    ApiCore core({});
+    auto sink = watch(core, kCms, {{"resourceVersion", "1"}});
+    post(core, "/api/v1/namespaces/kube-system/configmaps", configmap("other"));
+    post(core, kCms, configmap("mine"));
+    ASSERT_TRUE(sink->wait_for_count(1));
+    EXPECT_EQ(sink->events()[0]["object"]["metadata"]["name"], "mine");
+    EXPECT_EQ(sink->events().size(), 1u);
+}
+
+TEST(Watch, SendInitialEventsEndsWithAnnotatedBookmark) {
+    ApiCore core({});
+    post(core, kCms, configmap("a"));
+    auto sink = watch(core, kCms,
+                      {{"sendInitialEvents", "true"},
+                       {"resourceVersionMatch", "NotOlderThan"},
+                       {"allowWatchBookmarks", "true"}});
+    ASSERT_TRUE(sink->wait_for_count(2));
+    auto evs = sink->events();
+    EXPECT_EQ(evs[0]["type"], "ADDED");
+    EXPECT_EQ(evs[1]["type"], "BOOKMARK");
+    EXPECT_EQ(evs[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+}
+
+TEST(Watch, SendInitialEventsWithoutNotOlderThanIs422) {
+    ApiCore core({});
+    auto r = core.handle(
+        request("GET", kCms, "", "", {{"watch", "true"}, {"sendInitialEvents", "true"}}));
+    EXPECT_EQ(r.status, 422);
+    EXPECT_EQ(r.watch, nullptr);
+}
+
+TEST(Watch, CancelStopsDelivery) {
+    ApiCore core({});
+    std::shared_ptr<WatchStream> stream;
+    auto sink = watch(core, kCms, {{"resourceVersion", "1"}}, &stream);
+    stream->cancel();
+    post(core, kCms, configmap("a"));
+    EXPECT_FALSE(sink->wait_for_count(1, 100ms));
+}
+
+TEST(Table, ListAsTableHasColumnsAndRows) {
+    ApiCore core({});
+    post(core, kCms, configmap("a"));
+    HttpRequest r = request("GET", kCms);
+    r.accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+    auto reply = call(core, r);
+    EXPECT_EQ(reply.body["kind"], "Table");
+    EXPECT_EQ(reply.body["columnDefinitions"][0]["name"], "Name");
+    ASSERT_EQ(reply.body["rows"].size(), 1u);
+    EXPECT_EQ(reply.body["rows"][0]["cells"][0], "a");
+    EXPECT_EQ(reply.body["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+}
