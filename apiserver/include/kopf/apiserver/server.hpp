@@ -1,5 +1,8 @@
 // The embedded Kubernetes-compatible API server, as a library: tests and
-// `kopf apiserver` start it in-process on a loopback port.
+// `kopf apiserver` start it in-process on a loopback port. This directory owns the
+// public face of the server (ServerOptions, Server, `kopf apiserver`); the network
+// layer behind it (HTTP/1.1 + TLS with Boost.Beast, authentication, overload, fault
+// injection) lives in apiserver/src/net/, the request semantics in apiserver/src/core/.
 //
 //   kopf::apiserver::Server server({.port = 0});
 //   server.start();
@@ -11,6 +14,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace kopf::apiserver {
 
@@ -20,45 +24,55 @@ struct ServerOptions {
     bool tls = false;  // generate a CA and serving certificate unless tls_cert_file is given
     std::filesystem::path tls_cert_file;
     std::filesystem::path tls_private_key_file;
-    std::filesystem::path client_ca_file;   // accept client certificates signed by this CA
-    std::filesystem::path token_auth_file;  // kube-apiserver CSV: token,user,uid,"group1,group2"
-    std::filesystem::path kubeconfig_out;   // write a ready-to-use kubeconfig here
-    std::filesystem::path data_dir;         // empty: in memory
+    std::filesystem::path client_ca_file;     // accept client certificates signed by this CA
+    std::filesystem::path token_auth_file;    // kube-apiserver CSV: token,user,uid,"group1,group2"
+    std::filesystem::path kubeconfig_out;     // write a ready-to-use kubeconfig here
+    std::filesystem::path data_dir;           // empty: in memory
     std::size_t max_requests_inflight = 400;  // beyond: 429 with Retry-After
     std::size_t max_body_bytes = 3 * 1024 * 1024;
     std::chrono::milliseconds bookmark_interval{60'000};
     std::size_t watch_history = 100'000;
     int threads = 2;  // network threads
+    // Threads that run ApiCore::handle() (it may block on SQLite or webhooks); 0 runs it
+    // on the network threads.
+    int handler_threads = 8;
+    // Serve POST /_kopf/faults (JSON: failNext {count,status,retryAfterSeconds},
+    // delayMilliseconds, dropWatches, compactHistory, stallWatches) to the admin token, or
+    // to loopback clients on plain HTTP. `kopf apiserver` turns it on.
+    bool admin_endpoint = false;
 };
 
 class Server {
-public:
+  public:
     explicit Server(ServerOptions options = {});
     ~Server();  // stops
     Server(const Server&) = delete;
     Server& operator=(const Server&) = delete;
 
     void start();  // binds and serves in background threads; throws on bind/TLS errors
-    void stop();
+    void stop();   // closes every connection and ends open watches; idempotent
 
     int port() const;
-    std::string url() const;             // http(s)://127.0.0.1:PORT
-    std::string ca_cert_pem() const;     // the serving CA when TLS is on
-    std::string admin_token() const;     // a token accepted with full rights when TLS is on
-    std::string kubeconfig_yaml() const; // the same text --kubeconfig-out writes
+    std::string url() const;              // http(s)://127.0.0.1:PORT
+    std::string ca_cert_pem() const;      // the serving CA when TLS is on
+    std::string admin_token() const;      // a token accepted with full rights when TLS is on
+    std::string kubeconfig_yaml() const;  // the same text --kubeconfig-out writes
 
     // Issue a client certificate signed by the server's CA (TLS mode): {cert_pem, key_pem}.
     std::pair<std::string, std::string> issue_client_certificate(const std::string& user,
                                                                  const std::string& group) const;
 
-    // Fault injection for tests.
+    // Fault injection for tests. fail_next_requests: the next `count` requests get
+    // `status` with a Kubernetes Status body (500 InternalError, 503 ServiceUnavailable,
+    // 429 TooManyRequests, ...) and a Retry-After header when retry_after_seconds > 0.
+    // delay_responses: every request waits this long before it is handled (0: off).
     void drop_watches();
     void compact_history();
     void stall_watches(bool stalled);
     void fail_next_requests(int count, int status, int retry_after_seconds = 0);
     void delay_responses(std::chrono::milliseconds delay);
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };

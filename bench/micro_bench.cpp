@@ -1,0 +1,216 @@
+// Micro-benchmarks of the operator's per-event work, on a ~5 KB object like the ones the
+// operator benchmarks create: watch-line parsing, cause detection, diff, progress records
+// (encode/decode) and patch building. They use the library's internal headers (src/).
+//
+//   build/bench/micro_bench [--benchmark_filter=Diff]
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <kopf/diff.hpp>
+#include <kopf/json.hpp>
+#include <kopf/patch.hpp>
+#include <kopf/storage.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "clients/lines.hpp"
+#include "core/actions/execution.hpp"
+#include "core/intents/causes.hpp"
+
+namespace {
+
+using kopf::json;
+
+// An object as the operator sees it after handling: ~2 KB spec, labels, Kopf's annotations
+// (progress record and diff base), a result in status — about 5 KB of JSON.
+json handled_object() {
+    json spec = {{"filler", std::string(1800, 'x')},
+                 {"replicas", 3},
+                 {"image", "registry.example.com/app:1.2.3"},
+                 {"ports", json::array({{{"name", "http"}, {"port", 80}},
+                                        {{"name", "https"}, {"port", 443}}})},
+                 {"stamp", 1700000000000000}};
+    json body = {{"apiVersion", "bench.kopf.dev/v1"},
+                 {"kind", "BenchObject"},
+                 {"metadata",
+                  {{"name", "bench-0000042"},
+                   {"namespace", "default"},
+                   {"uid", "8c55892d-8ee9-4b87-9866-0c4a5ea44200"},
+                   {"resourceVersion", "123456"},
+                   {"generation", 2},
+                   {"creationTimestamp", "2024-01-01T00:00:00Z"},
+                   {"labels", {{"app", "bench"}, {"tier", "backend"}}},
+                   {"finalizers", json::array({"kopf.zalando.org/KopfFinalizerMarker"})}}},
+                 {"spec", spec},
+                 {"status", {{"create_fn", {{"message", "handled"}}}}}};
+    kopf::AnnotationsDiffBaseStorage diffbase;
+    kopf::Patch patch;
+    diffbase.store(body, patch, diffbase.build(body));
+    body["metadata"]["annotations"] = patch.merge["metadata"]["annotations"];
+    body["metadata"]["annotations"]["kopf.zalando.org/create_fn"] =
+        R"({"started":"2024-01-01T00:00:00.000000+00:00","purpose":"create","retries":0})";
+    return body;
+}
+
+const json& object() {
+    static const json body = handled_object();
+    return body;
+}
+
+// A watch stream chunk of 16 MODIFIED events of the 5 KB object, as the server sends it.
+const std::string& watch_chunk() {
+    static const std::string chunk = [] {
+        std::string text;
+        const std::string line = json({{"type", "MODIFIED"}, {"object", object()}}).dump() + "\n";
+        for (int i = 0; i < 16; ++i) text += line;
+        return text;
+    }();
+    return chunk;
+}
+
+void BM_WatchLineSplitAndParse(benchmark::State& state) {
+    const std::string& chunk = watch_chunk();
+    kopf::clients::LineSplitter splitter;
+    std::size_t events = 0;
+    for (auto _ : state) {
+        splitter.feed(chunk, [&](std::string_view line) {
+            json event = json::parse(line);
+            benchmark::DoNotOptimize(event);
+            ++events;
+        });
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(events));
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * chunk.size()));
+    state.SetLabel("per 16 events");
+}
+BENCHMARK(BM_WatchLineSplitAndParse);
+
+void BM_WatchLineSplitOnly(benchmark::State& state) {
+    const std::string& chunk = watch_chunk();
+    kopf::clients::LineSplitter splitter;
+    for (auto _ : state) {
+        std::size_t lines = 0;
+        splitter.feed(chunk, [&](std::string_view) { ++lines; });
+        benchmark::DoNotOptimize(lines);
+    }
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * chunk.size()));
+    state.SetLabel("per 16 events");
+}
+BENCHMARK(BM_WatchLineSplitOnly);
+
+// The diff base is read back, the essence rebuilt, diffed and the reason decided: the work an
+// unchanged object costs on every MODIFIED event.
+void BM_CauseDetectionUnchanged(benchmark::State& state) {
+    const json& body = object();
+    kopf::AnnotationsDiffBaseStorage diffbase;
+    for (auto _ : state) {
+        std::optional<json> old = diffbase.fetch(body);
+        json new_essence = diffbase.build(body);
+        kopf::Diff diff = old ? kopf::diff(*old, new_essence) : kopf::Diff{};
+        auto reason = kopf::intents::detect_reason(
+            "MODIFIED", body, "kopf.zalando.org/KopfFinalizerMarker", old, diff, false);
+        benchmark::DoNotOptimize(reason);
+    }
+}
+BENCHMARK(BM_CauseDetectionUnchanged);
+
+void BM_CauseDetectionUpdated(benchmark::State& state) {
+    json body = object();
+    body["spec"]["replicas"] = 5;  // an essential change since the diff base
+    kopf::AnnotationsDiffBaseStorage diffbase;
+    for (auto _ : state) {
+        std::optional<json> old = diffbase.fetch(body);
+        json new_essence = diffbase.build(body);
+        kopf::Diff diff = old ? kopf::diff(*old, new_essence) : kopf::Diff{};
+        auto reason = kopf::intents::detect_reason(
+            "MODIFIED", body, "kopf.zalando.org/KopfFinalizerMarker", old, diff, false);
+        benchmark::DoNotOptimize(reason);
+    }
+}
+BENCHMARK(BM_CauseDetectionUpdated);
+
+void BM_DiffOfEssences(benchmark::State& state) {
+    kopf::AnnotationsDiffBaseStorage diffbase;
+    const json old_essence = diffbase.build(object());
+    json new_essence = old_essence;
+    new_essence["spec"]["replicas"] = 5;
+    new_essence["spec"]["ports"][1]["port"] = 8443;
+    new_essence["metadata"]["labels"]["tier"] = nullptr;
+    for (auto _ : state) {
+        kopf::Diff diff = kopf::diff(old_essence, new_essence);
+        benchmark::DoNotOptimize(diff);
+    }
+}
+BENCHMARK(BM_DiffOfEssences);
+
+void BM_ProgressRecordEncode(benchmark::State& state) {
+    const json& body = object();
+    kopf::AnnotationsProgressStorage storage;
+    const auto now = kopf::actions::Clock::now();
+    auto handler_state = kopf::actions::HandlerState::from_scratch(now, "create");
+    kopf::actions::Outcome outcome;
+    outcome.final = true;
+    outcome.result = json{{"message", "handled"}};
+    handler_state = handler_state.with_outcome(outcome, now);
+    for (auto _ : state) {
+        kopf::Patch patch;
+        storage.store("create_fn", handler_state.for_storage(), body, patch);
+        benchmark::DoNotOptimize(patch.merge);
+    }
+}
+BENCHMARK(BM_ProgressRecordEncode);
+
+void BM_ProgressRecordDecode(benchmark::State& state) {
+    const json& body = object();
+    kopf::AnnotationsProgressStorage storage;
+    const auto now = kopf::actions::Clock::now();
+    for (auto _ : state) {
+        auto record = storage.fetch("create_fn", body);
+        auto handler_state = kopf::actions::HandlerState::from_storage(record.value(), now);
+        benchmark::DoNotOptimize(handler_state);
+    }
+}
+BENCHMARK(BM_ProgressRecordDecode);
+
+// The patch that ends a creation cycle: progress record, the result in status and the new
+// diff base, serialised for the PATCH request.
+void BM_PatchBuildEndOfCycle(benchmark::State& state) {
+    const json& body = object();
+    kopf::AnnotationsProgressStorage progress;
+    kopf::AnnotationsDiffBaseStorage diffbase;
+    const auto now = kopf::actions::Clock::now();
+    kopf::actions::Outcome outcome;
+    outcome.final = true;
+    outcome.result = json{{"message", "handled"}};
+    const auto handler_state =
+        kopf::actions::HandlerState::from_scratch(now, "create").with_outcome(outcome, now);
+    for (auto _ : state) {
+        kopf::Patch patch;
+        progress.store("create_fn", handler_state.for_storage(), body, patch);
+        patch.status()["create_fn"] = outcome.result;
+        diffbase.store(body, patch, diffbase.build(body));
+        std::string request_body = patch.merge.dump();
+        benchmark::DoNotOptimize(request_body);
+    }
+}
+BENCHMARK(BM_PatchBuildEndOfCycle);
+
+// A JSON-patch transformation (adding a finalizer) turned into RFC 6902 operations.
+void BM_PatchBuildJsonPatch(benchmark::State& state) {
+    json body = object();
+    body["metadata"].erase("finalizers");
+    for (auto _ : state) {
+        kopf::Patch patch;
+        patch.transform([](json& target) {
+            target["metadata"]["finalizers"].push_back("kopf.zalando.org/KopfFinalizerMarker");
+        });
+        json operations = patch.build_json_patch(body);
+        benchmark::DoNotOptimize(operations);
+    }
+}
+BENCHMARK(BM_PatchBuildJsonPatch);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,479 @@
+// The load side of the operator benchmarks (bench/run.sh drives it): it creates the
+// benchmark resource and its objects, watches for the operator's results, paces updates and
+// reads the timestamps that bench/operators/bench_operator.cpp records. It talks to the API
+// server directly over keep-alive loopback connections (bench/load_client.hpp), so it costs
+// the machine little next to the server and the operator it measures.
+//
+//   operator_load crd      --url URL
+//   operator_load rv       --url URL    (the current resourceVersion)
+//   operator_load size     --url URL    (bytes of one stored object's JSON)
+//   operator_load create   --url URL --objects N [--spec-bytes 2048] [--connections 4] [--timeout
+//   600] operator_load update   --url URL --objects N --rate R --seconds S --records FILE
+//   operator_load resume   --records FILE --count N --start-us T0 [--timeout 600]
+//   operator_load limit    --url URL --objects N [--patches 2] [--spec-bytes 2048]
+//
+// Every figure is printed as one line "<name>: ..." that bench/run.sh picks up.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "load_client.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using bench::Connection;
+using bench::Endpoint;
+using bench::http::verb;
+
+const std::string kCollection = "/apis/bench.kopf.dev/v1/namespaces/default/benchobjects";
+const char* kCrdPath = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+// Kopf's usual shape of a resource, without a status subresource: the operator's status
+// writes ride in the same merge-patch as its annotations.
+const char* kCrd = R"({
+  "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+  "metadata": {"name": "benchobjects.bench.kopf.dev"},
+  "spec": {"group": "bench.kopf.dev", "scope": "Namespaced",
+    "names": {"plural": "benchobjects", "singular": "benchobject", "kind": "BenchObject"},
+    "versions": [{"name": "v1", "served": true, "storage": true,
+      "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})";
+
+std::string object_name(long i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "bench-%07ld", i);
+    return name;
+}
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::int64_t wall_microseconds() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+struct Options {
+    std::string command;
+    std::map<std::string, std::string> flags;
+
+    bool has(const std::string& name) const { return flags.count(name) > 0; }
+    std::string text(const std::string& name, const std::string& fallback = {}) const {
+        auto it = flags.find(name);
+        if (it != flags.end()) return it->second;
+        if (fallback.empty()) throw std::invalid_argument("missing option --" + name);
+        return fallback;
+    }
+    long number(const std::string& name, long fallback = -1) const {
+        auto it = flags.find(name);
+        if (it == flags.end()) {
+            if (fallback < 0) throw std::invalid_argument("missing option --" + name);
+            return fallback;
+        }
+        try {
+            std::size_t used = 0;
+            const long value = std::stol(it->second, &used);
+            if (used != it->second.size() || value < 0) throw std::invalid_argument("");
+            return value;
+        } catch (const std::exception&) {
+            throw std::invalid_argument("--" + name + " needs a non-negative integer, got '" +
+                                        it->second + "'");
+        }
+    }
+    Endpoint endpoint() const { return Endpoint::parse(text("url")); }
+};
+
+std::string spec_json(long spec_bytes) {
+    return nlohmann::json(
+               {{"filler", std::string(static_cast<std::size_t>(spec_bytes), 'x')}, {"stamp", 0}})
+        .dump();
+}
+
+// The current global resourceVersion (each write to the server advances it by one).
+long current_resource_version(Connection& connection) {
+    auto response = connection.send(verb::get, kCollection + "?limit=1");
+    if (response.result_int() != 200) {
+        throw std::runtime_error("listing " + kCollection + " failed: " + response.body());
+    }
+    return std::stol(
+        nlohmann::json::parse(response.body())["metadata"]["resourceVersion"].get<std::string>());
+}
+
+// Scans watch-event lines cheaply (no JSON parsing): the object's name and resourceVersion are
+// the first occurrences of those keys; handled objects carry status.create_fn.
+class HandledTracker {
+  public:
+    explicit HandledTracker(long objects) : handled_(static_cast<std::size_t>(objects), false) {}
+
+    void feed(std::string_view data) {
+        while (!data.empty()) {
+            const auto newline = data.find('\n');
+            if (newline == std::string_view::npos) {
+                partial_.append(data);
+                return;
+            }
+            if (partial_.empty()) {
+                scan(data.substr(0, newline));
+            } else {
+                partial_.append(data.substr(0, newline));
+                scan(partial_);
+                partial_.clear();
+            }
+            data.remove_prefix(newline + 1);
+        }
+    }
+    long count() const { return count_.load(); }
+    long last_resource_version() const { return last_rv_; }
+    void restart() { partial_.clear(); }
+
+  private:
+    void scan(std::string_view line) {
+        static constexpr std::string_view kRv = "\"resourceVersion\":\"";
+        if (auto at = line.find(kRv); at != std::string_view::npos) {
+            last_rv_ = std::atol(line.data() + at + kRv.size());
+        }
+        if (line.find("\"create_fn\":{") == std::string_view::npos) return;
+        static constexpr std::string_view kName = "\"name\":\"bench-";
+        const auto at = line.find(kName);
+        if (at == std::string_view::npos) return;
+        const long index = std::atol(line.data() + at + kName.size());
+        if (index < 0 || index >= static_cast<long>(handled_.size()) || handled_[index]) return;
+        handled_[index] = true;
+        count_.fetch_add(1);
+    }
+
+    std::vector<bool> handled_;
+    std::atomic<long> count_{0};
+    long last_rv_ = 0;
+    std::string partial_;
+};
+
+// Runs `work(index, connection)` for indexes [0, count) spread over `connections` threads.
+void in_parallel(const Endpoint& endpoint, long count, long connections,
+                 const std::function<void(long, Connection&)>& work) {
+    std::vector<std::thread> threads;
+    std::mutex failure_mutex;
+    std::string failure;
+    for (long c = 0; c < connections; ++c) {
+        threads.emplace_back([&, c] {
+            try {
+                Connection connection(endpoint);
+                for (long i = c; i < count; i += connections) work(i, connection);
+            } catch (const std::exception& e) {
+                std::lock_guard lock(failure_mutex);
+                failure = e.what();
+            }
+        });
+    }
+    for (auto& thread : threads) thread.join();
+    if (!failure.empty()) throw std::runtime_error(failure);
+}
+
+void create_object(Connection& connection, long i, const std::string& spec) {
+    const std::string body = R"({"apiVersion":"bench.kopf.dev/v1","kind":"BenchObject",)"
+                             R"("metadata":{"name":")" +
+                             object_name(i) + R"("},"spec":)" + spec + "}";
+    auto response = connection.send(verb::post, kCollection, body);
+    if (response.result_int() != 201) {
+        throw std::runtime_error("creating " + object_name(i) + " failed with HTTP " +
+                                 std::to_string(response.result_int()) + ": " + response.body());
+    }
+}
+
+int command_crd(const Options& options) {
+    Connection connection(options.endpoint());
+    auto response = connection.send(verb::post, kCrdPath, kCrd);
+    if (response.result_int() != 201 && response.result_int() != 409) {
+        throw std::runtime_error("creating the CRD failed: " + response.body());
+    }
+    for (int attempt = 0; attempt < 200; ++attempt) {
+        if (connection.send(verb::get, kCollection + "?limit=1").result_int() == 200) return 0;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    throw std::runtime_error("the benchmark resource was not served 10 s after its CRD");
+}
+
+// The size of one stored object's JSON (the first benchmark object), in bytes.
+int command_size(const Options& options) {
+    Connection connection(options.endpoint());
+    auto response = connection.send(verb::get, kCollection + "/" + object_name(0));
+    if (response.result_int() != 200) {
+        throw std::runtime_error("reading " + object_name(0) + " failed: " + response.body());
+    }
+    std::printf("%zu\n", response.body().size());
+    return 0;
+}
+
+int command_rv(const Options& options) {
+    Connection connection(options.endpoint());
+    std::printf("%ld\n", current_resource_version(connection));
+    return 0;
+}
+
+// Creates N objects over C connections and waits (on a watch) until every one shows the
+// operator's result in status.create_fn.
+int command_create(const Options& options) {
+    const Endpoint endpoint = options.endpoint();
+    const long objects = options.number("objects");
+    const long connections = std::max(1L, options.number("connections", 4));
+    const long timeout = options.number("timeout", 600);
+    const std::string spec = spec_json(options.number("spec-bytes", 2048));
+
+    Connection admin(endpoint);
+    HandledTracker tracker(objects);
+    std::atomic<bool> stop{false};
+    std::atomic<bool> watching{false};
+    const long start_rv = current_resource_version(admin);
+    std::thread watcher([&] {
+        long from = start_rv;
+        while (!stop) {
+            try {
+                Connection connection(endpoint);
+                watching = true;
+                connection.stream(kCollection +
+                                      "?watch=true&allowWatchBookmarks=false&resourceVersion=" +
+                                      std::to_string(from),
+                                  [&](std::string_view data) {
+                                      tracker.feed(data);
+                                      return !stop && tracker.count() < objects;
+                                  });
+                if (tracker.count() >= objects) return;
+                tracker.restart();
+                if (tracker.last_resource_version() > from) from = tracker.last_resource_version();
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "operator_load: watch: %s (reconnecting)\n", e.what());
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
+        }
+    });
+    while (!watching) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+
+    const auto start = Clock::now();
+    in_parallel(endpoint, objects, connections,
+                [&](long i, Connection& connection) { create_object(connection, i, spec); });
+    const double accepted = seconds_since(start);
+    std::printf("accepted: %ld objects in %.2f s = %.0f objects/s over %ld connections\n", objects,
+                accepted, objects / accepted, connections);
+    std::fflush(stdout);
+
+    const auto deadline = start + std::chrono::seconds(timeout);
+    while (tracker.count() < objects && Clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    const double handled_seconds = seconds_since(start);
+    stop = true;
+    const long handled = tracker.count();
+    if (handled < objects) {
+        std::fprintf(stderr, "operator_load: only %ld of %ld objects were handled within %ld s\n",
+                     handled, objects, timeout);
+        std::fflush(stderr);
+        std::_Exit(1);
+    }
+    std::printf("handled: %ld objects in %.2f s = %.0f objects/s\n", objects, handled_seconds,
+                objects / handled_seconds);
+    std::fflush(stdout);
+    watcher.join();
+    return 0;
+}
+
+// Reads "<kind> <value>" lines of the records file from `offset` on.
+std::vector<std::int64_t> read_records(const std::string& path, std::streamoff offset,
+                                       const std::string& kind) {
+    std::ifstream file(path);
+    std::vector<std::int64_t> values;
+    if (!file) return values;
+    file.seekg(offset);
+    std::string word;
+    std::int64_t value = 0;
+    while (file >> word >> value) {
+        if (word == kind) values.push_back(value);
+    }
+    return values;
+}
+
+std::streamoff file_size(const std::string& path) {
+    std::ifstream file(path, std::ios::ate);
+    return file ? static_cast<std::streamoff>(file.tellg()) : 0;
+}
+
+double percentile(std::vector<std::int64_t> values, double fraction) {
+    if (values.empty()) return 0;
+    std::sort(values.begin(), values.end());
+    const auto rank =
+        static_cast<std::size_t>(fraction * static_cast<double>(values.size() - 1) + 0.5);
+    return static_cast<double>(values[std::min(rank, values.size() - 1)]);
+}
+
+// Steady state: merge-patches spec.stamp (the writer's wall clock) of `rate` objects per second
+// for `seconds`, each object at most once per pass over all of them, then reads the latencies
+// that the update handler recorded.
+int command_update(const Options& options) {
+    const Endpoint endpoint = options.endpoint();
+    const long objects = options.number("objects");
+    const long rate = std::max(1L, options.number("rate"));
+    const long seconds = options.number("seconds");
+    const long connections = std::max(1L, options.number("connections", 4));
+    const std::string records = options.text("records");
+    const std::streamoff offset = file_size(records);
+
+    std::vector<long> order(static_cast<std::size_t>(objects));
+    std::iota(order.begin(), order.end(), 0L);
+    std::shuffle(order.begin(), order.end(), std::mt19937(42));
+    const long total = rate * seconds;
+    std::atomic<long> sent{0};
+    const auto start = Clock::now();
+    const auto interval = std::chrono::duration<double>(1.0 / static_cast<double>(rate));
+    in_parallel(endpoint, total, connections, [&](long k, Connection& connection) {
+        std::this_thread::sleep_until(
+            start + std::chrono::duration_cast<Clock::duration>(interval * static_cast<double>(k)));
+        const std::string body =
+            R"({"spec":{"stamp":)" + std::to_string(wall_microseconds()) + "}}";
+        auto response =
+            connection.send(verb::patch, kCollection + "/" + object_name(order[k % objects]), body,
+                            "application/merge-patch+json");
+        if (response.result_int() != 200) {
+            throw std::runtime_error("patching failed with HTTP " +
+                                     std::to_string(response.result_int()) + ": " +
+                                     response.body());
+        }
+        sent.fetch_add(1);
+    });
+    const double sending = seconds_since(start);
+
+    std::vector<std::int64_t> latencies;
+    const auto deadline = Clock::now() + std::chrono::seconds(options.number("timeout", 30));
+    while (Clock::now() < deadline) {
+        latencies = read_records(records, offset, "update");
+        if (static_cast<long>(latencies.size()) >= sent) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    std::printf(
+        "steady: %ld updates in %.1f s (%.0f/s) to %ld objects; handler called for %zu; "
+        "latency p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
+        sent.load(), sending, sent.load() / sending, objects, latencies.size(),
+        percentile(latencies, 0.50) / 1000.0, percentile(latencies, 0.99) / 1000.0,
+        percentile(latencies, 1.0) / 1000.0);
+    return latencies.empty() ? 1 : 0;
+}
+
+// Resume at start-up: waits until `count` resume handlers have recorded their call and reports
+// the last one relative to the operator's start (`start-us`, wall-clock µs).
+int command_resume(const Options& options) {
+    const std::string records = options.text("records");
+    const long count = options.number("count");
+    const std::int64_t started = options.number("start-us");
+    const auto deadline = Clock::now() + std::chrono::seconds(options.number("timeout", 600));
+    std::vector<std::int64_t> stamps;
+    while (Clock::now() < deadline) {
+        stamps = read_records(records, 0, "resume");
+        if (static_cast<long>(stamps.size()) >= count) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (static_cast<long>(stamps.size()) < count) {
+        std::fprintf(stderr, "operator_load: only %zu of %ld resume handlers ran in time\n",
+                     stamps.size(), count);
+        return 1;
+    }
+    std::sort(stamps.begin(), stamps.end());
+    std::printf("resumed: %ld resume handlers, first %.2f s and last %.2f s after the start\n",
+                count, (stamps.front() - started) / 1e6, (stamps[count - 1] - started) / 1e6);
+    return 0;
+}
+
+// The limit: the same requests the operator makes for each object (create, then `patches`
+// merge-patches shaped like Kopf's progress, result and diff-base writes), sent straight to the
+// server by this minimal client.
+int command_limit(const Options& options) {
+    const Endpoint endpoint = options.endpoint();
+    const long objects = options.number("objects");
+    const long patches = options.number("patches", 2);
+    const long connections = std::max(1L, options.number("connections", 4));
+    const std::string spec = spec_json(options.number("spec-bytes", 2048));
+    const std::string progress =
+        R"({"started":"2024-01-01T00:00:00.000000+00:00","stopped":"2024-01-01T00:00:00.001000+00:00",)"
+        R"("purpose":"create","retries":1,"success":true})";
+    const std::string diff_base = nlohmann::json(R"({"spec":)" + spec + "}\n").dump();
+    const std::string first_patch =
+        R"({"metadata":{"annotations":{"kopf.zalando.org/create_fn":)" +
+        nlohmann::json(progress).dump() + R"(,"kopf.zalando.org/last-handled-configuration":)" +
+        diff_base + R"(}},"status":{"create_fn":{"message":"handled"}}})";
+    const std::string later_patch =
+        R"({"metadata":{"annotations":{"kopf.zalando.org/create_fn":null}}})";
+
+    const auto start = Clock::now();
+    in_parallel(endpoint, objects, connections, [&](long i, Connection& connection) {
+        create_object(connection, i, spec);
+        for (long p = 0; p < patches; ++p) {
+            auto response =
+                connection.send(verb::patch, kCollection + "/" + object_name(i),
+                                p == 0 ? first_patch : later_patch, "application/merge-patch+json");
+            if (response.result_int() != 200) {
+                throw std::runtime_error("patching failed with HTTP " +
+                                         std::to_string(response.result_int()) + ": " +
+                                         response.body());
+            }
+        }
+    });
+    const double elapsed = seconds_since(start);
+    std::printf(
+        "limit: %ld objects created and patched %ld times each in %.2f s = %.0f objects/s "
+        "(%.0f requests/s)\n",
+        objects, patches, elapsed, objects / elapsed, objects * (1 + patches) / elapsed);
+    return 0;
+}
+
+int usage() {
+    std::fprintf(
+        stderr,
+        "usage: operator_load crd|rv|size|create|update|resume|limit --url http://127.0.0.1:PORT "
+        "[--objects N] [--spec-bytes B] [--connections C] [--rate R] [--seconds S] "
+        "[--records FILE] [--count N] [--start-us T] [--patches K] [--timeout S]\n");
+    return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) return usage();
+    Options options;
+    options.command = argv[1];
+    for (int i = 2; i < argc; i += 2) {
+        const std::string flag = argv[i];
+        if (flag.rfind("--", 0) != 0 || i + 1 >= argc) {
+            std::fprintf(stderr, "operator_load: expected '--option value', got '%s'\n",
+                         flag.c_str());
+            return usage();
+        }
+        options.flags[flag.substr(2)] = argv[i + 1];
+    }
+    try {
+        if (options.command == "crd") return command_crd(options);
+        if (options.command == "rv") return command_rv(options);
+        if (options.command == "size") return command_size(options);
+        if (options.command == "create") return command_create(options);
+        if (options.command == "update") return command_update(options);
+        if (options.command == "resume") return command_resume(options);
+        if (options.command == "limit") return command_limit(options);
+        std::fprintf(stderr, "operator_load: unknown command '%s'\n", options.command.c_str());
+        return usage();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "operator_load %s: %s\n", options.command.c_str(), e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,414 @@
+#!/usr/bin/env bash
+# The Kopf++ benchmark suite: one command that builds the optimised tree, starts the embedded
+# API server and the benchmark operator as separate processes and measures them.
+#
+#   bench/run.sh                    # full suite, 3 runs, appends a results table to bench/README.md
+#   bench/run.sh --smoke            # N=200, one run, no README (CI: proves the suite still works)
+#   bench/run.sh --only create      # one group: apiserver, limit, create, steady, resume, idle, micro
+#
+# Options:
+#   --smoke                 small sizes, one run, short phases, no README append
+#   --only NAME             run one group (repeatable)
+#   --runs N                runs per figure; the table shows the median (default 3)
+#   --sizes LIST            object counts for the create/idle figures (default 1000,10000,100000)
+#   --steady-objects N      objects in the steady-state phase (default 10000)
+#   --steady-seconds S      duration of the steady-state phase (default 60)
+#   --resume-objects N      objects in the resume phase (default 100000)
+#   --no-build              use the existing build tree
+#   --build-dir DIR         the build tree (default: <repo>/build, the "default" preset)
+#   --no-readme             print the table but do not append it to bench/README.md
+#   --no-pin                do not pin processes to cores with taskset
+#
+# Placement (when the machine has >= 2 cores and taskset exists): the API server and the load
+# tools on core 0, the operator on core 1 — so the operator's CPU figures are its own. For the
+# API-server figures the server gets core 0 and the load client core 1.
+# Every figure is printed as "figure: <name> = <value> <unit>"; tests/integration/bench checks
+# that each one appears (never its value).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ARGUMENTS="$*"
+BUILD_DIR="$ROOT/build"
+SMOKE=0
+BUILD=1
+README_APPEND=1
+PIN=1
+RUNS=3
+SIZES="1000,10000,100000"
+STEADY_OBJECTS=10000
+STEADY_SECONDS=60
+RESUME_OBJECTS=100000
+ONLY=()
+
+usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+# Fails the whole run, also from inside $(...) subshells (their exit alone would be ignored).
+fail() {
+    echo "bench/run.sh: $*" >&2
+    [[ $BASHPID != "$$" ]] && kill -TERM $$
+    exit 1
+}
+trap 'exit 1' TERM INT
+need_value() { [[ $# -ge 2 && -n "$2" ]] || fail "$1 needs a value (see --help)"; }
+
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --smoke) SMOKE=1; shift ;;
+        --only) need_value "$@"; ONLY+=("$2"); shift 2 ;;
+        --runs) need_value "$@"; RUNS=$2; shift 2 ;;
+        --sizes) need_value "$@"; SIZES=$2; shift 2 ;;
+        --steady-objects) need_value "$@"; STEADY_OBJECTS=$2; shift 2 ;;
+        --steady-seconds) need_value "$@"; STEADY_SECONDS=$2; shift 2 ;;
+        --resume-objects) need_value "$@"; RESUME_OBJECTS=$2; shift 2 ;;
+        --no-build) BUILD=0; shift ;;
+        --build-dir) need_value "$@"; BUILD_DIR=$(cd "$2" && pwd); shift 2 ;;
+        --no-readme) README_APPEND=0; shift ;;
+        --no-pin) PIN=0; shift ;;
+        -h|--help) usage; exit 0 ;;
+        *) fail "unknown option '$1' (see --help)" ;;
+    esac
+done
+
+if [[ $SMOKE == 1 ]]; then
+    RUNS=1; SIZES=200; STEADY_OBJECTS=200; STEADY_SECONDS=3; RESUME_OBJECTS=200; README_APPEND=0
+fi
+GROUPS_ALL=(apiserver limit create steady resume idle micro)
+for name in "${ONLY[@]}"; do
+    [[ " ${GROUPS_ALL[*]} " == *" $name "* ]] || fail "unknown group '$name' (one of: ${GROUPS_ALL[*]})"
+done
+for value in "$RUNS" "$STEADY_OBJECTS" "$STEADY_SECONDS" "$RESUME_OBJECTS" ${SIZES//,/ }; do
+    [[ "$value" =~ ^[1-9][0-9]*$ ]] || fail "'$value' is not a positive integer"
+done
+wanted() {
+    [[ ${#ONLY[@]} -eq 0 ]] && return 0
+    local name; for name in "${ONLY[@]}"; do [[ $name == "$1" ]] && return 0; done; return 1
+}
+
+# --- build -------------------------------------------------------------------------------
+TARGETS=(kopf_cli operator_load apiserver_load micro_bench)
+if [[ $BUILD == 1 ]]; then
+    [[ $BUILD_DIR == "$ROOT/build" ]] || fail "--build-dir needs --no-build (the preset builds <repo>/build)"
+    (cd "$ROOT" && cmake --preset default >/dev/null && cmake --build --preset default --target "${TARGETS[@]}")
+fi
+KOPF="$BUILD_DIR/bin/kopf"
+OPERATOR_LOAD="$BUILD_DIR/bench/operator_load"
+APISERVER_LOAD="$BUILD_DIR/bench/apiserver_load"
+MICRO_BENCH="$BUILD_DIR/bench/micro_bench"
+for tool in "$KOPF" "$OPERATOR_LOAD" "$APISERVER_LOAD" "$MICRO_BENCH"; do
+    [[ -x $tool ]] || fail "$tool is missing: build it (bench/run.sh without --no-build)"
+done
+OPERATOR_SOURCE="$ROOT/bench/operators/bench_operator.cpp"
+
+# --- processes -----------------------------------------------------------------------------
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/kopf-bench.XXXXXX")
+export KOPF_CACHE_DIR="$BUILD_DIR/bench/plugin-cache"  # compile the operator once
+export KOPF_PLUGIN_CXXFLAGS="-O2"
+STARTED_PIDS=()
+cleanup() {
+    local pid
+    for pid in "${STARTED_PIDS[@]}"; do stop_process "$pid"; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+CORES=$(nproc)
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+# Command prefixes that pin a process to a core; empty when pinning is off or impossible.
+# (A prefix, not a function: `prefix cmd &` execs cmd, so $! is the process measured.)
+PIN_CORE0=()
+PIN_CORE1=()
+if [[ $PIN == 1 && $CORES -ge 2 ]] && command -v taskset >/dev/null; then
+    PIN_CORE0=(taskset -c 0)
+    PIN_CORE1=(taskset -c 1)
+fi
+CLK_TCK=$(getconf CLK_TCK)
+cpu_ticks() {  # utime + stime of a process, in clock ticks
+    local stat; stat=$(<"/proc/$1/stat"); stat=${stat##*) }
+    local fields=($stat); echo $(( fields[11] + fields[12] ))
+}
+proc_kb() { awk -v key="$2:" '$1 == key { print $2 }' "/proc/$1/status"; }
+now_us() { date +%s%6N; }
+seconds_between_us() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b - a) / 1e6 }'; }
+
+# Waits until the process used < 2 ticks of CPU in each of two consecutive 0.5 s windows;
+# prints the wall-clock µs when the quiet period began.
+wait_idle() {
+    local pid=$1 timeout=${2:-900} quiet=0 before after since=0 start; start=$(date +%s)
+    before=$(cpu_ticks "$pid")
+    while true; do
+        local sample_at; sample_at=$(now_us)
+        sleep 0.5
+        kill -0 "$pid" 2>/dev/null || fail "process $pid exited while the benchmark waited for it"
+        after=$(cpu_ticks "$pid")
+        if (( after - before < 2 )); then
+            (( quiet == 0 )) && since=$sample_at
+            quiet=$((quiet + 1))
+            (( quiet >= 2 )) && { echo "$since"; return 0; }
+        else
+            quiet=0
+        fi
+        before=$after
+        (( $(date +%s) - start < timeout )) || fail "process $pid did not become idle in ${timeout} s"
+    done
+}
+
+SERVER_PID=""
+SERVER_URL=""
+start_server() {
+    local log="$WORK/server.log"
+    : >"$log"
+    "${PIN_CORE0[@]}" "$KOPF" apiserver --port 0 --kubeconfig-out "$WORK/kubeconfig" >"$log" 2>&1 &
+    SERVER_PID=$!
+    STARTED_PIDS+=("$SERVER_PID")
+    local i
+    for i in $(seq 200); do
+        SERVER_URL=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$log" | head -1 || true)
+        [[ -n $SERVER_URL && -s $WORK/kubeconfig ]] && return 0
+        kill -0 "$SERVER_PID" 2>/dev/null || break
+        sleep 0.05
+    done
+    cat "$log" >&2
+    fail "the API server did not start"
+}
+stop_process() {  # SIGTERM, then SIGKILL after 10 s
+    local pid=$1 i
+    kill "$pid" 2>/dev/null || true
+    for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
+OPERATOR_PID=""
+RECORDS=""
+start_operator() {
+    local log="$WORK/operator.log"
+    : >"$log"
+    "${PIN_CORE1[@]}" env KUBECONFIG="$WORK/kubeconfig" KOPF_BENCH_RECORDS="$RECORDS" \
+        "$KOPF" run "$OPERATOR_SOURCE" --standalone -n default >"$log" 2>&1 &
+    OPERATOR_PID=$!
+    STARTED_PIDS+=("$OPERATOR_PID")
+    local i
+    for i in $(seq 1200); do  # the first start compiles the operator
+        grep -q 'Serving resource benchobjects' "$log" && return 0
+        kill -0 "$OPERATOR_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    tail -20 "$log" >&2
+    fail "the operator did not start serving benchobjects"
+}
+
+# --- figures -------------------------------------------------------------------------------
+RESULTS="$WORK/results.tsv"  # name \t value \t unit, one line per measurement
+: >"$RESULTS"
+record() {  # record NAME VALUE UNIT
+    printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$RESULTS"
+    printf 'measured: %s = %s %s\n' "$1" "$2" "$3"
+}
+field() {  # field "TEXT" REGEX: the first capture group of REGEX in the first line matching it
+    local line
+    while IFS= read -r line; do
+        [[ $line =~ $2 ]] && { echo "${BASH_REMATCH[1]}"; return 0; }
+    done <<<"$1"
+    fail "no line matches /$2/ in the tool's output: $1"
+}
+
+apiserver_figures() {
+    local objects=10000 seconds=10 list_objects=100000
+    [[ $SMOKE == 1 ]] && { objects=200; seconds=2; list_objects=200; }
+    start_server
+    local out
+    out=$("${PIN_CORE1[@]}" "$APISERVER_LOAD" --url "$SERVER_URL" --objects "$objects" --seconds "$seconds" \
+        --connections 4 --watchers 10)
+    echo "$out"
+    record "apiserver merge-patch rate (${objects} objects, 4 keep-alive connections)" \
+        "$(field "$out" 'patch: [0-9]+ merge-patches in [0-9.]+ s = ([0-9]+) requests/s')" "requests/s"
+    record "apiserver watch delivery (10 watchers)" \
+        "$(field "$out" 'watch: [0-9]+ events delivered to [0-9]+ watchers = ([0-9]+) events/s')" "events/s"
+    stop_process "$SERVER_PID"
+
+    start_server
+    out=$("${PIN_CORE1[@]}" "$APISERVER_LOAD" --url "$SERVER_URL" --objects "$list_objects" --seconds 0 \
+        --connections 1 --watchers 0 --server-pid "$SERVER_PID")
+    echo "$out"
+    record "apiserver list of ${list_objects} objects" \
+        "$(field "$out" 'list: [0-9]+ objects, [0-9.]+ MB in ([0-9.]+) s')" "s"
+    record "apiserver RSS growth while listing ${list_objects} objects" \
+        "$(field "$out" 'list-memory: .* \(\+([0-9.]+) MB for a')" "MB"
+    record "apiserver list response size (${list_objects} objects)" \
+        "$(field "$out" 'list: [0-9]+ objects, ([0-9.]+) MB in')" "MB"
+    record "apiserver peak RSS (${list_objects} objects stored and listed)" \
+        "$(( $(proc_kb "$SERVER_PID" VmHWM) / 1024 ))" "MB"
+    stop_process "$SERVER_PID"
+}
+
+limit_figures() {
+    local objects=10000 writes=$1
+    [[ $SMOKE == 1 ]] && objects=200
+    start_server
+    "$OPERATOR_LOAD" crd --url "$SERVER_URL"
+    local out
+    out=$("${PIN_CORE1[@]}" "$OPERATOR_LOAD" limit --url "$SERVER_URL" --objects "$objects" --patches "$writes")
+    echo "$out"
+    record "limit: create + ${writes} patches per object from a minimal client (${objects} objects)" \
+        "$(field "$out" '= ([0-9]+) objects/s')" "objects/s"
+    stop_process "$SERVER_PID"
+}
+
+# One operator lifetime over N objects: creation throughput, CPU, writes, memory; optionally the
+# steady-state and the resume phases on the same objects.
+operator_figures() {
+    local n=$1 with_steady=$2 with_resume=$3
+    RECORDS="$WORK/records.txt"
+    : >"$RECORDS"
+    start_server
+    "$OPERATOR_LOAD" crd --url "$SERVER_URL"
+    start_operator
+    wait_idle "$OPERATOR_PID" >/dev/null
+    local rss0 cpu0 rv0
+    rss0=$(proc_kb "$OPERATOR_PID" VmRSS)
+    cpu0=$(cpu_ticks "$OPERATOR_PID")
+    rv0=$("$OPERATOR_LOAD" rv --url "$SERVER_URL")
+    if wanted idle; then record "idle RSS, 0 objects" "$((rss0 / 1024))" "MB"; fi
+
+    local out
+    out=$("${PIN_CORE0[@]}" "$OPERATOR_LOAD" create --url "$SERVER_URL" --objects "$n" --spec-bytes 2048)
+    echo "$out"
+    wait_idle "$OPERATOR_PID" >/dev/null
+    local cpu1 rv1 rss1 hwm
+    cpu1=$(cpu_ticks "$OPERATOR_PID")
+    rv1=$("$OPERATOR_LOAD" rv --url "$SERVER_URL")
+    rss1=$(proc_kb "$OPERATOR_PID" VmRSS)
+    hwm=$(proc_kb "$OPERATOR_PID" VmHWM)
+    local writes_per_object cpu_seconds
+    writes_per_object=$(awk -v a="$rv0" -v b="$rv1" -v n="$n" 'BEGIN { printf "%.2f", (b - a - n) / n }')
+    cpu_seconds=$(awk -v t=$((cpu1 - cpu0)) -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }')
+    LAST_WRITES_PER_OBJECT=$writes_per_object
+    if wanted create; then
+        record "create ${n}: wall time until every result is in status" \
+            "$(field "$out" 'handled: [0-9]+ objects in ([0-9.]+) s')" "s"
+        record "create ${n}: end-to-end throughput" "$(field "$out" 'handled: .* = ([0-9]+) objects/s')" "objects/s"
+        record "create ${n}: API server acceptance rate (4 connections)" \
+            "$(field "$out" 'accepted: .* = ([0-9]+) objects/s')" "objects/s"
+        record "create ${n}: operator CPU (user+sys)" "$cpu_seconds" "s"
+        record "create ${n}: operator CPU per object" \
+            "$(awk -v s="$cpu_seconds" -v n="$n" 'BEGIN { printf "%.0f", s * 1e6 / n }')" "µs"
+        record "create ${n}: operator API writes per object" "$writes_per_object" "requests"
+        record "create ${n}: operator peak RSS" "$((hwm / 1024))" "MB"
+    fi
+    if wanted idle; then
+        local object_bytes
+        object_bytes=$("$OPERATOR_LOAD" size --url "$SERVER_URL")
+        record "idle RSS, ${n} objects" "$((rss1 / 1024))" "MB"
+        record "idle RSS per watched object beyond RSS at 0 (object JSON: ${object_bytes} B)" \
+            "$(( (rss1 - rss0) * 1024 / n ))" "B"
+    fi
+
+    if [[ $with_steady == 1 ]]; then
+        local rate=$(( n / 10 > 0 ? n / 10 : 1 ))
+        out=$("${PIN_CORE0[@]}" "$OPERATOR_LOAD" update --url "$SERVER_URL" --objects "$n" --rate "$rate" \
+            --seconds "$STEADY_SECONDS" --records "$RECORDS" --connections 8)
+        echo "$out"
+        record "steady ${n} objects, ${rate} updates/s: update-to-handler latency p50" \
+            "$(field "$out" 'latency p50 ([0-9.]+) ms')" "ms"
+        record "steady ${n} objects, ${rate} updates/s: update-to-handler latency p99" \
+            "$(field "$out" 'p99 ([0-9.]+) ms')" "ms"
+    fi
+
+    if [[ $with_resume == 1 ]]; then
+        stop_process "$OPERATOR_PID"
+        : >"$RECORDS"
+        local t0 idle_at
+        t0=$(now_us)
+        start_operator
+        out=$("$OPERATOR_LOAD" resume --records "$RECORDS" --count "$n" --start-us "$t0")
+        echo "$out"
+        idle_at=$(wait_idle "$OPERATOR_PID")
+        record "resume ${n}: last resume handler after the operator's start" \
+            "$(field "$out" 'last ([0-9.]+) s after')" "s"
+        record "resume ${n}: operator idle after its start" "$(seconds_between_us "$t0" "$idle_at")" "s"
+    fi
+    stop_process "$OPERATOR_PID"
+    stop_process "$SERVER_PID"
+}
+
+micro_figures() {
+    local min_time=0.5
+    [[ $SMOKE == 1 ]] && min_time=0.01
+    local out
+    out=$("${PIN_CORE1[@]}" "$MICRO_BENCH" --benchmark_min_time="$min_time" --benchmark_format=csv 2>/dev/null)
+    # CSV: name,iterations,real_time,cpu_time,time_unit,...
+    local line name cpu unit
+    while IFS=, read -r name _ _ cpu unit _; do
+        name=${name//\"/}
+        [[ $name == BM_* ]] || continue
+        record "micro ${name}" "$(awk -v v="$cpu" 'BEGIN { printf "%.0f", v }')" "$unit"
+    done <<<"$out"
+}
+
+# --- the suite -----------------------------------------------------------------------------
+IFS=, read -r -a SIZE_LIST <<<"$SIZES"
+LAST_WRITES_PER_OBJECT=2
+for run in $(seq "$RUNS"); do
+    echo "=== run $run of $RUNS"
+    if wanted apiserver; then apiserver_figures; fi
+    if wanted create || wanted idle || wanted steady || wanted resume || wanted limit; then
+        covered_steady=0; covered_resume=0
+        for n in "${SIZE_LIST[@]}"; do
+            if wanted create || wanted idle || { wanted steady && [[ $n == "$STEADY_OBJECTS" ]]; } ||
+                { wanted resume && [[ $n == "$RESUME_OBJECTS" ]]; } || { wanted limit && [[ $n == "${SIZE_LIST[0]}" ]]; }; then
+                s=0; r=0
+                if wanted steady && [[ $n == "$STEADY_OBJECTS" ]]; then s=1; covered_steady=1; fi
+                if wanted resume && [[ $n == "$RESUME_OBJECTS" ]]; then r=1; covered_resume=1; fi
+                operator_figures "$n" "$s" "$r"
+            fi
+        done
+        if wanted steady && [[ $covered_steady == 0 ]]; then operator_figures "$STEADY_OBJECTS" 1 0; fi
+        if wanted resume && [[ $covered_resume == 0 ]]; then operator_figures "$RESUME_OBJECTS" 0 1; fi
+    fi
+    if wanted limit; then
+        limit_figures "$(awk -v w="$LAST_WRITES_PER_OBJECT" 'BEGIN { printf "%d", w + 0.5 }')"
+    fi
+    if wanted micro; then micro_figures; fi
+done
+
+# Medians per figure, in the order first measured.
+TABLE=$(awk -F'\t' '
+    { if (!($1 in n)) { order[++count] = $1; unit[$1] = $3 } values[$1, ++n[$1]] = $2 }
+    END {
+        for (i = 1; i <= count; i++) {
+            name = order[i]; k = n[name]
+            for (a = 1; a <= k; a++) v[a] = values[name, a]
+            # insertion sort by numeric value, keeping the measured text (e.g. "1.00")
+            for (a = 2; a <= k; a++) { x = v[a]; b = a - 1; while (b >= 1 && v[b] + 0 > x + 0) { v[b + 1] = v[b]; b-- } v[b + 1] = x }
+            median = (k % 2) ? v[(k + 1) / 2] : sprintf("%.2f", (v[k / 2] + v[k / 2 + 1]) / 2)
+            printf "| %s | %s %s | %d |\n", name, median, unit[name], k
+        }
+    }' "$RESULTS")
+
+echo
+echo "=== results (median of each figure)"
+while IFS= read -r row; do
+    [[ -z $row ]] && continue
+    name=$(echo "$row" | awk -F' \\| ' '{ sub(/^\| /, "", $1); print $1 }')
+    value=$(echo "$row" | awk -F' \\| ' '{ print $2 }')
+    echo "figure: $name = $value"
+done <<<"$TABLE"
+
+if [[ $README_APPEND == 1 ]]; then
+    cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+    commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+    dirty=$(git -C "$ROOT" status --porcelain 2>/dev/null | head -1)
+    [[ -n $dirty ]] && commit="$commit (with uncommitted changes)"
+    {
+        echo
+        echo "### $(date -u '+%Y-%m-%d %H:%M UTC') — commit $commit"
+        echo
+        echo "Machine: ${CORES} cores, ${cpu_model:-unknown CPU}, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM;" \
+             "load average before the run: $LOAD_BEFORE, after: $(cut -d' ' -f1-3 /proc/loadavg)." \
+             "Command: \`bench/run.sh${ARGUMENTS:+ $ARGUMENTS}\`; runs: $RUNS (median shown)."
+        echo
+        echo "| Figure | Median | Runs |"
+        echo "|---|---|---|"
+        echo "$TABLE"
+    } >>"$ROOT/bench/README.md"
+    echo "appended the table to bench/README.md"
+fi

@@ -1,0 +1,71 @@
+// The one argument of every resource handler: Kopf's keyword arguments as members.
+#pragma once
+
+#include <chrono>
+#include <kopf/diff.hpp>
+#include <kopf/json.hpp>
+#include <kopf/logger.hpp>
+#include <kopf/memo.hpp>
+#include <kopf/patch.hpp>
+#include <kopf/resource.hpp>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace kopf {
+
+struct OperatorSettings;
+struct HandlerScope;  // the library's per-invocation state (sub-handlers)
+
+/// What a handler receives. Body views are read-only references into the current body;
+/// `patch` is the way to change the object.
+///
+///     kopf::json create_fn(kopf::Context& ctx) {
+///         ctx.logger.info("Creating {} with spec {}", ctx.name, ctx.spec.dump());
+///         ctx.patch.status()["phase"] = "Created";
+///         return {{"message", "hello world"}};   // -> status.create_fn.message
+///     }
+struct Context {
+    using Clock = std::chrono::system_clock;
+
+    const json& body;         ///< the whole object
+    const json& meta;         ///< body.metadata ({} if absent)
+    const json& spec;         ///< body.spec ({} if absent)
+    const json& status;       ///< body.status ({} if absent)
+    const json& labels;       ///< metadata.labels ({} if absent)
+    const json& annotations;  ///< metadata.annotations ({} if absent)
+    std::string name{};
+    std::string namespace_{};  ///< "" for cluster-scoped objects
+    std::string uid{};
+    Patch& patch;
+    Logger& logger;
+    Memo& memo;
+    const Resource& resource;
+    const OperatorSettings& settings;
+
+    std::string reason{};  ///< "create", "update", "delete", "resume" (empty for event handlers)
+    json old{};            ///< the old essence (or old field value for field handlers)
+    json new_{};           ///< the new essence (or new field value for field handlers)
+    Diff diff{};           ///< changes (relative to the field for field handlers)
+
+    int retry = 0;                            ///< attempts made before this one
+    Clock::time_point started{};              ///< when the handler was first tried
+    std::chrono::duration<double> runtime{};  ///< now - started
+    json param{};                             ///< the `param=` option
+
+    std::string type{};  ///< event handlers: "ADDED", "MODIFIED", "DELETED" or "" (listing)
+    json event{};        ///< event handlers: the raw event
+
+    HandlerScope* scope = nullptr;  ///< internal: sub-handler registration
+
+    /// The memo as a custom memo type (see kopf::Memo).
+    template <class M>
+    M& memo_as() {
+        auto* m = dynamic_cast<M*>(&memo);
+        if (!m) throw std::bad_cast();
+        return *m;
+    }
+};
+
+}  // namespace kopf

@@ -1,0 +1,250 @@
+// Registration of handlers, reading like Kopf's decorators.
+//
+//     kopf::json create_fn(kopf::Context& ctx) { return {{"message", "hello world"}}; }
+//     KOPF_ON_CREATE(create_fn, "kopfexamples", {.retries = 3});   // id "create_fn"
+//
+//     // or with an explicit id, at namespace scope or inside startup code:
+//     static kopf::on::update reg("kopf.dev", "v1", "kopfexamples", {.id = "upd", .field = "spec"},
+//                                 [](kopf::Context& ctx) { ctx.logger.info("{}", ctx.diff); });
+//
+// The default id of a handler is the function's name when registered with the KOPF_ON_*
+// macros (Kopf's default: the function's qualified name), else "lambda:<file>:<line>".
+// The id names the persisted annotations (kopf.zalando.org/<id>): keep it stable.
+#pragma once
+
+#include <initializer_list>
+#include <kopf/registry.hpp>
+#include <source_location>
+#include <string>
+#include <utility>
+
+namespace kopf {
+
+namespace detail {
+
+/// The name given by a KOPF_ON_* macro (the default id).
+struct Named {
+    const char* name;
+};
+
+enum class ChangingKind { CREATE, UPDATE, DELETE, RESUME, FIELD };
+
+void register_changing(Registry& registry, ChangingKind kind, Selector selector,
+                       HandlerOptions options, Callable fn, std::string default_id);
+void register_watching(Registry& registry, Selector selector, HandlerOptions options, Callable fn,
+                       std::string default_id);
+void register_activity(Registry& registry, std::string activity, ActivityOptions options,
+                       std::function<Task<void>(ActivityContext&)> fn, std::string default_id);
+void register_login(Registry& registry, ActivityOptions options,
+                    std::function<std::shared_ptr<ConnectionInfo>(ActivityContext&)> fn,
+                    std::string default_id);
+void add_subhandler(Context& ctx, HandlerOptions options, Callable fn, std::string default_id);
+
+template <ChangingKind K>
+struct ChangingRegistration {
+    template <class F>
+    ChangingRegistration(Registry& r, Selector s, HandlerOptions o, F fn,
+                         std::source_location loc = std::source_location::current()) {
+        register_changing(r, K, std::move(s), std::move(o), make_callable(std::move(fn)),
+                          location_id(loc));
+    }
+    template <class F>
+    ChangingRegistration(Selector s, HandlerOptions o, F fn,
+                         std::source_location loc = std::source_location::current()) {
+        register_changing(Registry::default_registry(), K, std::move(s), std::move(o),
+                          make_callable(std::move(fn)), location_id(loc));
+    }
+    template <class F>
+    ChangingRegistration(const std::string& g, const std::string& n, HandlerOptions o, F fn,
+                         std::source_location loc = std::source_location::current())
+        : ChangingRegistration(Selector(g, n), std::move(o), std::move(fn), loc) {}
+    template <class F>
+    ChangingRegistration(const std::string& g, const std::string& v, const std::string& n,
+                         HandlerOptions o, F fn,
+                         std::source_location loc = std::source_location::current())
+        : ChangingRegistration(Selector(g, v, n), std::move(o), std::move(fn), loc) {}
+    template <class F>
+    ChangingRegistration(Selector s, F fn,
+                         std::source_location loc = std::source_location::current())
+        : ChangingRegistration(std::move(s), HandlerOptions{}, std::move(fn), loc) {}
+    // Macro forms: the function name is the default id.
+    template <class F>
+    ChangingRegistration(Named n, Selector s, HandlerOptions o, F fn) {
+        register_changing(Registry::default_registry(), K, std::move(s), std::move(o),
+                          make_callable(std::move(fn)), n.name);
+    }
+    template <class F>
+    ChangingRegistration(Named n, Selector s, F fn)
+        : ChangingRegistration(n, std::move(s), HandlerOptions{}, std::move(fn)) {}
+};
+
+}  // namespace detail
+
+namespace on {
+
+/// Creation of an object (no diff base yet).
+using create = detail::ChangingRegistration<detail::ChangingKind::CREATE>;
+/// Essential changes of an object (per the diff base).
+using update = detail::ChangingRegistration<detail::ChangingKind::UPDATE>;
+/// Deletion (adds a finalizer unless `.optional = true`).
+using delete_ = detail::ChangingRegistration<detail::ChangingKind::DELETE>;
+/// Objects seen at operator startup (mixed into other causes; `.deleted = true` for deleted ones).
+using resume = detail::ChangingRegistration<detail::ChangingKind::RESUME>;
+/// Changes of `.field` in any cause (creation included).
+using field = detail::ChangingRegistration<detail::ChangingKind::FIELD>;
+
+/// Raw watch events (no persistence; errors are ignored).
+struct event {
+    template <class F>
+    event(Registry& r, Selector s, HandlerOptions o, F fn,
+          std::source_location loc = std::source_location::current()) {
+        detail::register_watching(r, std::move(s), std::move(o), make_callable(std::move(fn)),
+                                  detail::location_id(loc));
+    }
+    template <class F>
+    event(Selector s, HandlerOptions o, F fn,
+          std::source_location loc = std::source_location::current())
+        : event(Registry::default_registry(), std::move(s), std::move(o), std::move(fn), loc) {}
+    template <class F>
+    event(Selector s, F fn, std::source_location loc = std::source_location::current())
+        : event(Registry::default_registry(), std::move(s), HandlerOptions{}, std::move(fn), loc) {}
+    template <class F>
+    event(detail::Named n, Selector s, HandlerOptions o, F fn) {
+        detail::register_watching(Registry::default_registry(), std::move(s), std::move(o),
+                                  make_callable(std::move(fn)), n.name);
+    }
+    template <class F>
+    event(detail::Named n, Selector s, F fn)
+        : event(n, std::move(s), HandlerOptions{}, std::move(fn)) {}
+};
+
+namespace detail_activity {
+template <class F>
+std::function<Task<void>(ActivityContext&)> adapt(F fn) {
+    using R = std::invoke_result_t<F&, ActivityContext&>;
+    if constexpr (std::is_same_v<R, Task<void>>) {
+        return fn;
+    } else {
+        return [fn = std::move(fn)](ActivityContext& ctx) -> Task<void> {
+            fn(ctx);
+            co_return;
+        };
+    }
+}
+}  // namespace detail_activity
+
+/// An activity handler registration (startup, cleanup).
+template <const char* Activity>
+struct activity {
+    template <class F>
+    activity(Registry& r, ActivityOptions o, F fn,
+             std::source_location loc = std::source_location::current()) {
+        kopf::detail::register_activity(r, Activity, std::move(o),
+                                        detail_activity::adapt(std::move(fn)),
+                                        kopf::detail::location_id(loc));
+    }
+    template <class F>
+    activity(ActivityOptions o, F fn, std::source_location loc = std::source_location::current())
+        : activity(Registry::default_registry(), std::move(o), std::move(fn), loc) {}
+    template <class F>
+    activity(kopf::detail::Named n, ActivityOptions o, F fn) {
+        kopf::detail::register_activity(Registry::default_registry(), Activity, std::move(o),
+                                        detail_activity::adapt(std::move(fn)), n.name);
+    }
+};
+inline constexpr char startup_name[] = "startup";
+inline constexpr char cleanup_name[] = "cleanup";
+/// Operator startup (may modify ctx.settings and ctx.memo).
+using startup = activity<startup_name>;
+/// Operator exit.
+using cleanup = activity<cleanup_name>;
+
+/// Authentication: return credentials (`std::optional<kopf::ConnectionInfo>` or a shared_ptr;
+/// empty = let the next login handler try).
+///
+///     std::optional<kopf::ConnectionInfo> login_fn(kopf::ActivityContext&) {
+///         return kopf::login_with_kubeconfig();
+///     }
+///     KOPF_ON_LOGIN(login_fn, {});
+struct login {
+    template <class F>
+    static std::function<std::shared_ptr<ConnectionInfo>(ActivityContext&)> adapt(F fn) {
+        return [fn = std::move(fn)](ActivityContext& ctx) -> std::shared_ptr<ConnectionInfo> {
+            auto result = fn(ctx);
+            if constexpr (std::is_same_v<decltype(result), std::shared_ptr<ConnectionInfo>>) {
+                return result;
+            } else {
+                if (!result) return nullptr;
+                return std::make_shared<std::decay_t<decltype(*result)>>(std::move(*result));
+            }
+        };
+    }
+    template <class F>
+    login(Registry& r, ActivityOptions o, F fn,
+          std::source_location loc = std::source_location::current()) {
+        kopf::detail::register_login(r, std::move(o), adapt(std::move(fn)),
+                                     kopf::detail::location_id(loc));
+    }
+    template <class F>
+    login(ActivityOptions o, F fn, std::source_location loc = std::source_location::current())
+        : login(Registry::default_registry(), std::move(o), std::move(fn), loc) {}
+    template <class F>
+    login(kopf::detail::Named n, ActivityOptions o, F fn) {
+        kopf::detail::register_login(Registry::default_registry(), std::move(o),
+                                     adapt(std::move(fn)), n.name);
+    }
+};
+
+}  // namespace on
+
+/// Declare a sub-handler of the running handler (id "<parent>/<id>"); it runs after the parent
+/// returns, with its own progress and retries; the parent finishes when all children do.
+///
+///     for (auto& item : ctx.spec["items"])
+///         kopf::subhandler(ctx, {.id = item.get<std::string>()}, [item](kopf::Context& c) { ...
+///         });
+template <class F>
+void subhandler(Context& ctx, HandlerOptions options, F fn,
+                std::source_location loc = std::source_location::current()) {
+    detail::add_subhandler(ctx, std::move(options), make_callable(std::move(fn)),
+                           detail::location_id(loc));
+}
+
+/// Same as subhandler(), Kopf's `kopf.register(fn, id=...)` form.
+template <class F>
+void register_(Context& ctx, F fn, HandlerOptions options = {},
+               std::source_location loc = std::source_location::current()) {
+    subhandler(ctx, std::move(options), std::move(fn), loc);
+}
+
+/// Execute functions as sub-handlers with the given ids (Kopf's `kopf.execute(fns={...})`).
+/// They run when the parent handler returns.
+inline void execute(
+    Context& ctx,
+    std::initializer_list<std::pair<std::string, std::function<json(Context&)>>> fns) {
+    for (const auto& [id, fn] : fns) {
+        HandlerOptions options;
+        options.id = id;
+        detail::add_subhandler(ctx, std::move(options), make_callable(fn), id);
+    }
+}
+
+}  // namespace kopf
+
+#define KOPF_DETAIL_CONCAT2(a, b) a##b
+#define KOPF_DETAIL_CONCAT(a, b) KOPF_DETAIL_CONCAT2(a, b)
+#define KOPF_DETAIL_REGISTER(kind, fn, ...)                                     \
+    static const kind KOPF_DETAIL_CONCAT(kopf_registration_##fn##_, __LINE__) { \
+        ::kopf::detail::Named{#fn}, __VA_ARGS__, fn                             \
+    }
+
+/// `KOPF_ON_CREATE(fn, "kopfexamples", {.retries = 3});` — id defaults to "fn".
+#define KOPF_ON_CREATE(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::create, fn, __VA_ARGS__)
+#define KOPF_ON_UPDATE(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::update, fn, __VA_ARGS__)
+#define KOPF_ON_DELETE(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::delete_, fn, __VA_ARGS__)
+#define KOPF_ON_RESUME(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::resume, fn, __VA_ARGS__)
+#define KOPF_ON_FIELD(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::field, fn, __VA_ARGS__)
+#define KOPF_ON_EVENT(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::event, fn, __VA_ARGS__)
+#define KOPF_ON_STARTUP(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::startup, fn, __VA_ARGS__)
+#define KOPF_ON_CLEANUP(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::cleanup, fn, __VA_ARGS__)
+#define KOPF_ON_LOGIN(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::login, fn, __VA_ARGS__)

@@ -1,0 +1,155 @@
+// Handler declarations and registries. The default registry collects namespace-scope
+// registrations; explicit registries serve embedding and tests.
+#pragma once
+
+#include <functional>
+#include <kopf/context.hpp>
+#include <kopf/errors.hpp>
+#include <kopf/filters.hpp>
+#include <kopf/json.hpp>
+#include <kopf/resource.hpp>
+#include <kopf/task.hpp>
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace kopf {
+
+struct OperatorSettings;
+struct ConnectionInfo;  // include/kopf/connection.hpp
+
+/// Options of resource handlers, in the order of Kopf's decorator arguments.
+/// Use designated initialisers: `{.id = "x", .retries = 3, .timeout = 60}`.
+struct HandlerOptions {
+    std::string id{};  ///< default: the function name (macros) or "lambda:file:line"
+    json param{};      ///< passed to the handler as ctx.param
+    std::optional<ErrorsMode> errors{};  ///< default: TEMPORARY (IGNORED for event handlers)
+    std::optional<double> timeout{};     ///< seconds since the first attempt
+    std::optional<int> retries{};        ///< max attempts
+    std::optional<double> backoff{};     ///< seconds between attempts (default: settings)
+    MetaFilter labels{};
+    MetaFilter annotations{};
+    WhenFilter when{};
+    std::string field{};    ///< dotted path, e.g. "spec.size"
+    ValueFilter value{};    ///< criterion for the field's value
+    ValueFilter old{};      ///< criterion for the field's old value (update/field)
+    ValueFilter new_{};     ///< criterion for the field's new value (update/field)
+    bool deleted = false;   ///< resume: also on objects being deleted
+    bool optional = false;  ///< delete: do not add a finalizer for this handler
+};
+
+/// Options of activity handlers (startup, cleanup, login).
+struct ActivityOptions {
+    std::string id{};
+    json param{};
+    std::optional<ErrorsMode> errors{};
+    std::optional<double> timeout{};
+    std::optional<int> retries{};
+    std::optional<double> backoff{};
+};
+
+/// A handler callable: synchronous (run on the worker pool) or a coroutine (run on the loop).
+struct Callable {
+    std::function<json(Context&)> sync;
+    std::function<Task<json>(Context&)> async;
+    explicit operator bool() const { return sync || async; }
+};
+
+/// Adapt `void/json/T(Context&)` and `Task<json>/Task<void>(Context&)` functions.
+template <class F>
+Callable make_callable(F fn) {
+    using R = std::invoke_result_t<F&, Context&>;
+    Callable c;
+    if constexpr (std::is_same_v<R, Task<json>>) {
+        c.async = std::move(fn);
+    } else if constexpr (std::is_same_v<R, Task<void>>) {
+        c.async = [fn = std::move(fn)](Context& ctx) -> Task<json> {
+            co_await fn(ctx);
+            co_return json();
+        };
+    } else if constexpr (std::is_void_v<R>) {
+        c.sync = [fn = std::move(fn)](Context& ctx) -> json {
+            fn(ctx);
+            return json();
+        };
+    } else {
+        c.sync = [fn = std::move(fn)](Context& ctx) -> json { return json(fn(ctx)); };
+    }
+    return c;
+}
+
+/// A resource-changing handler (create, update, delete, resume, field, sub-handlers).
+struct ChangingHandler {
+    std::string id{};
+    Callable fn{};
+    Selector selector{};
+    bool has_selector = true;             ///< sub-handlers have none
+    std::optional<std::string> reason{};  ///< "create", "update", "delete"; none = any cause
+    std::vector<std::string> field{};     ///< parsed `field`
+    HandlerOptions options{};
+    bool initial = false;  ///< resume handlers
+    bool requires_finalizer = false;
+    bool field_needs_change = false;
+};
+
+/// An `on::event` handler: raw watch events, no persistence, errors ignored.
+struct WatchingHandler {
+    std::string id{};
+    Callable fn{};
+    Selector selector{};
+    HandlerOptions options{};
+    std::vector<std::string> field{};
+};
+
+/// The argument of activity handlers.
+struct ActivityContext {
+    OperatorSettings& settings;  ///< mutable in startup handlers
+    Memo& memo;
+    Logger& logger;
+    std::string activity{};  ///< "startup", "cleanup", "login"
+    int retry = 0;
+    std::chrono::system_clock::time_point started{};
+    std::chrono::duration<double> runtime{};
+    json param{};
+};
+
+/// Startup, cleanup and login handlers (run by the runtime).
+struct ActivityHandler {
+    std::string id{};
+    std::string activity{};
+    ActivityOptions options{};
+    std::function<Task<void>(ActivityContext&)> fn;  ///< startup, cleanup
+    /// login: returns credentials, or nullopt to let the next login handler try.
+    std::function<std::shared_ptr<ConnectionInfo>(ActivityContext&)> login;
+};
+
+/// All handlers of one operator.
+class Registry {
+  public:
+    std::vector<ChangingHandler> changing;
+    std::vector<WatchingHandler> watching;
+    std::vector<ActivityHandler> activities;
+
+    void append(ChangingHandler h);
+    void append(WatchingHandler h);
+    void append(ActivityHandler h);
+    /// Whether any changing/watching handler is declared for this resource.
+    bool has_handlers(const Resource& resource) const;
+    /// The selectors of all resource handlers (for the runtime to resolve and watch).
+    std::vector<Selector> selectors() const;
+
+    /// The registry that namespace-scope registrations go to.
+    static Registry& default_registry();
+};
+
+namespace detail {
+/// "lambda:<file>:<line>" — the id of unnamed callables, as Kopf does for lambdas.
+std::string location_id(const std::source_location& loc);
+/// Split "spec.field" into ("spec", "field").
+std::vector<std::string> parse_field(const std::string& field);
+}  // namespace detail
+
+}  // namespace kopf

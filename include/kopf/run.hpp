@@ -1,0 +1,107 @@
+// Running an operator from code (Kopf's "Embedding"): `kopf::run()` blocks the calling thread
+// with SIGINT/SIGTERM handling, as `kopf run` does; `kopf::operator_()` blocks without touching
+// signals, for an operator in a thread of a bigger application, stopped by its stop flag.
+//
+//     kopf::OperatorFlag stop, ready;
+//     std::thread thread([&] {
+//         kopf::operator_({.namespaces = {"default"}, .stop_flag = &stop, .ready_flag = &ready});
+//     });
+//     ready.wait();   // the operator now watches its resources
+//     ...
+//     stop.set();     // graceful shutdown: stop watching, finish handlers, run cleanup
+//     thread.join();
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <kopf/settings.hpp>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kopf {
+
+/// A thread-safe one-shot flag: set once, observed from any thread.
+class OperatorFlag {
+  public:
+    void set() {
+        std::vector<std::function<void()>> callbacks;
+        {
+            std::lock_guard lock(mutex_);
+            if (set_) return;
+            set_ = true;
+            callbacks.swap(callbacks_);
+        }
+        changed_.notify_all();
+        for (auto& callback : callbacks) callback();
+    }
+    bool is_set() const {
+        std::lock_guard lock(mutex_);
+        return set_;
+    }
+    void wait() const {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return set_; });
+    }
+    /// True if set within the timeout.
+    bool wait_for(std::chrono::milliseconds timeout) const {
+        std::unique_lock lock(mutex_);
+        return changed_.wait_for(lock, timeout, [&] { return set_; });
+    }
+    /// Calls `callback` once when the flag is set (immediately if it already is).
+    void on_set(std::function<void()> callback) {
+        {
+            std::lock_guard lock(mutex_);
+            if (!set_) {
+                callbacks_.push_back(std::move(callback));
+                return;
+            }
+        }
+        callback();
+    }
+
+  private:
+    mutable std::mutex mutex_;
+    mutable std::condition_variable changed_;
+    bool set_ = false;
+    std::vector<std::function<void()>> callbacks_;
+};
+
+class Registry;
+
+/// What `kopf run` options mean for an operator started from code.
+struct RunOptions {
+    /// Namespace patterns (globs, `!exclusions`, comma-separated; see "Scopes"). Either these
+    /// or `clusterwide` must be given.
+    std::vector<std::string> namespaces;
+    bool clusterwide = false;
+    /// Peering: no peering at all, a peering name other than "default", a priority.
+    bool standalone = false;
+    std::optional<std::string> peering_name;
+    std::optional<int> priority;
+    /// Serve health probes at this URL, e.g. "http://0.0.0.0:8080/healthz".
+    std::optional<std::string> liveness_endpoint;
+    /// A kubeconfig context other than the current one (for the built-in login).
+    std::optional<std::string> context;
+    /// The handlers to serve: the default registry when null.
+    Registry* registry = nullptr;
+    /// Settings to start from (startup handlers may change them); defaults when null.
+    const OperatorSettings* settings = nullptr;
+    /// Set by the caller to stop the operator gracefully; set by the operator when it is ready.
+    OperatorFlag* stop_flag = nullptr;
+    OperatorFlag* ready_flag = nullptr;
+};
+
+/// Runs the operator in the calling thread until SIGINT/SIGTERM (or the stop flag); a second
+/// signal or settings.process.ultimate_exiting_timeout forces the exit. Returns the process exit
+/// code: 0 after a graceful shutdown, non-zero when the operator could not start (the reason is
+/// logged).
+int run(const RunOptions& options = {});
+
+/// The same without signal handling: for operators embedded in other applications' threads.
+/// Throws std::runtime_error with the reason when the operator cannot start.
+void operator_(const RunOptions& options = {});
+
+}  // namespace kopf

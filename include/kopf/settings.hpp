@@ -1,0 +1,120 @@
+// The operator's settings tree: every group and default of Kopf's OperatorSettings.
+//
+//     KOPF_ON_STARTUP(configure, {});
+//     void configure(kopf::ActivityContext& ctx) {
+//         ctx.settings.posting.level = kopf::LogLevel::WARNING;
+//         ctx.settings.persistence.finalizer = "my-operator.example.com/kopf-finalizer";
+//         ctx.settings.execution.max_workers = 20;
+//     }
+#pragma once
+
+#include <kopf/logger.hpp>
+#include <kopf/storage.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kopf {
+
+struct ProcessSettings {
+    /// Seconds to wait for a graceful exit after a signal before exiting forcefully.
+    double ultimate_exiting_timeout = 600;
+};
+
+struct PostingSettings {
+    bool enabled = true;              ///< post explicit kopf::event()/info()/warn()/exception()
+    bool loggers = false;             ///< also post log lines of object loggers as k8s Events
+    LogLevel level = LogLevel::INFO;  ///< minimal level of posted log lines
+    std::string reporting_component = "kopf";
+    std::string reporting_instance = "dev";
+    std::string event_name_prefix = "kopf-event-";
+};
+
+struct PeeringSettings {
+    std::string name = "default";
+    bool stealth = false;  ///< do not announce this operator in the peering
+    int priority = 0;
+    int lifetime = 60;        ///< seconds
+    bool mandatory = false;   ///< fail if the peering object is absent
+    bool standalone = false;  ///< no peering at all
+    bool clusterwide = false;
+    bool namespaced() const { return !clusterwide; }
+};
+
+struct WatchingSettings {
+    std::optional<double> server_timeout;  ///< `timeoutSeconds` of watch requests
+    std::optional<double> client_timeout;  ///< total timeout of a watch request
+    std::optional<double> connect_timeout;
+    double reconnect_backoff = 0.1;
+    double inactivity_timeout = 70.0;  ///< reconnect when nothing arrives for this long
+};
+
+struct QueueingSettings {
+    std::optional<int> worker_limit;  ///< max concurrent per-object workers; none = unlimited
+    double idle_timeout = 5.0;        ///< seconds before an idle object worker exits
+    double exit_timeout = 2.0;        ///< seconds given to workers at shutdown
+    std::vector<double> error_delays = {1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610};
+    double batch_window = 0.1;  ///< deprecated, no effect
+};
+
+struct ScanningSettings {
+    bool disabled = false;  ///< do not watch CRDs and namespaces for changes
+};
+
+struct AdmissionSettings {
+    /// Opaque server configuration for webhooks (set by kopf::kits; see kits headers).
+    std::shared_ptr<void> server;
+    /// Name of the managed [Validating|Mutating]WebhookConfiguration, if any.
+    std::optional<std::string> managed;
+};
+
+struct ExecutionSettings {
+    double default_backoff = 60;     ///< seconds before retrying an arbitrary exception
+    std::optional<int> max_workers;  ///< worker pool size for sync handlers; none = default
+};
+
+struct BackgroundSettings {
+    double cancellation_polling = 60;
+    std::optional<double> instant_exit_timeout;
+    int instant_exit_zero_time_cycles = 10;
+};
+
+struct NetworkingSettings {
+    double request_timeout = 5 * 60;
+    std::optional<double> connect_timeout;
+    std::vector<double> error_backoffs = {1, 1, 2, 3, 5, 8, 13, 21};
+    bool enforce_retry_after = false;
+    bool trust_env = false;
+};
+
+struct PersistenceSettings {
+    std::string finalizer = "kopf.zalando.org/KopfFinalizerMarker";
+    std::shared_ptr<ProgressStorage> progress_storage = std::make_shared<SmartProgressStorage>();
+    std::shared_ptr<DiffBaseStorage> diffbase_storage =
+        std::make_shared<AnnotationsDiffBaseStorage>();
+    double consistency_timeout = 5.0;
+};
+
+/// All settings of one operator. Modify them in startup handlers.
+struct OperatorSettings {
+    ProcessSettings process;
+    PostingSettings posting;
+    PeeringSettings peering;
+    WatchingSettings watching;
+    QueueingSettings queueing;
+    ScanningSettings scanning;
+    AdmissionSettings admission;
+    ExecutionSettings execution;
+    BackgroundSettings background;
+    NetworkingSettings networking;
+    PersistenceSettings persistence;
+    /// Deprecated alias of `queueing` in Kopf; kept as a reference for ported code.
+    QueueingSettings& batching = queueing;
+
+    OperatorSettings() = default;
+    OperatorSettings(const OperatorSettings& o);
+    OperatorSettings& operator=(const OperatorSettings& o);
+};
+
+}  // namespace kopf

@@ -1,0 +1,225 @@
+// Coroutines for handlers without Asio in the public headers.
+//
+// `kopf::Task<T>` is a lazy coroutine type. Async handlers return it and may `co_await` other
+// tasks and the awaitables below. The library bridges tasks to its event loop through the
+// `kopf::Executor` interface, so operator files need only <coroutine>.
+//
+//     kopf::Task<kopf::json> create_fn(kopf::Context& ctx) {
+//         co_await kopf::sleep(1.5);
+//         co_return kopf::json{{"message", "slept well"}};
+//     }
+#pragma once
+
+#include <coroutine>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+namespace kopf {
+
+/// Where coroutines continue: implemented inside the library on top of the event loop
+/// (and by a manual, virtual-time executor for tests).
+class Executor {
+  public:
+    virtual ~Executor() = default;
+    /// Run `fn` on the loop soon.
+    virtual void post(std::function<void()> fn) = 0;
+    /// Run `fn` on the loop after `seconds` (of the executor's clock).
+    virtual void post_after(double seconds, std::function<void()> fn) = 0;
+    /// Run blocking `work` on the worker pool (settings.execution.max_workers), then `done` on the
+    /// loop.
+    virtual void run_blocking(std::function<void()> work, std::function<void()> done) = 0;
+};
+
+namespace detail {
+
+struct PromiseBase {
+    Executor* executor = nullptr;
+    std::coroutine_handle<> continuation = nullptr;
+    std::exception_ptr error;
+};
+
+struct FinalAwaiter {
+    bool await_ready() const noexcept { return false; }
+    template <class P>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<P> self) noexcept {
+        auto next = self.promise().continuation;
+        return next ? next : std::noop_coroutine();
+    }
+    void await_resume() const noexcept {}
+};
+
+template <class T>
+struct Storage {
+    std::optional<T> value;
+    template <class U>
+    void return_value(U&& v) {
+        value.emplace(std::forward<U>(v));
+    }
+    T take() { return std::move(*value); }
+};
+
+template <>
+struct Storage<void> {
+    void return_void() {}
+    void take() {}
+};
+
+}  // namespace detail
+
+/// A lazy coroutine producing a T (or void). Awaitable from other tasks.
+template <class T = void>
+class [[nodiscard]] Task {
+  public:
+    struct promise_type : detail::PromiseBase, detail::Storage<T> {
+        Task get_return_object() {
+            return Task(std::coroutine_handle<promise_type>::from_promise(*this));
+        }
+        std::suspend_always initial_suspend() noexcept { return {}; }
+        detail::FinalAwaiter final_suspend() noexcept { return {}; }
+        void unhandled_exception() { this->error = std::current_exception(); }
+    };
+
+    Task() = default;
+    explicit Task(std::coroutine_handle<promise_type> h) : handle_(h) {}
+    Task(Task&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+    Task& operator=(Task&& other) noexcept {
+        if (this != &other) {
+            if (handle_) handle_.destroy();
+            handle_ = std::exchange(other.handle_, nullptr);
+        }
+        return *this;
+    }
+    Task(const Task&) = delete;
+    Task& operator=(const Task&) = delete;
+    ~Task() {
+        if (handle_) handle_.destroy();
+    }
+
+    bool await_ready() const noexcept { return !handle_ || handle_.done(); }
+    template <class P>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
+        handle_.promise().executor = parent.promise().executor;
+        handle_.promise().continuation = parent;
+        return handle_;
+    }
+    T await_resume() {
+        if (handle_.promise().error) std::rethrow_exception(handle_.promise().error);
+        return handle_.promise().take();
+    }
+
+    /// Low-level access for the library's executors.
+    std::coroutine_handle<promise_type> handle() const noexcept { return handle_; }
+
+  private:
+    std::coroutine_handle<promise_type> handle_ = nullptr;
+};
+
+namespace detail {
+
+struct Detached {
+    struct promise_type : PromiseBase {
+        template <class... Args>
+        explicit promise_type(Executor& ex, Args&&...) {
+            executor = &ex;
+        }
+        Detached get_return_object() noexcept { return {}; }
+        std::suspend_never initial_suspend() noexcept { return {}; }
+        std::suspend_never final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::terminate(); }
+    };
+};
+
+template <class T>
+Detached run_detached(Executor& /*ex*/, Task<T> task,
+                      std::function<void(std::exception_ptr, std::optional<T>)> done) {
+    std::exception_ptr error;
+    std::optional<T> value;
+    try {
+        value.emplace(co_await task);
+    } catch (...) {
+        error = std::current_exception();
+    }
+    done(error, std::move(value));
+}
+
+inline Detached run_detached_void(Executor& /*ex*/, Task<void> task,
+                                  std::function<void(std::exception_ptr)> done) {
+    std::exception_ptr error;
+    try {
+        co_await task;
+    } catch (...) {
+        error = std::current_exception();
+    }
+    done(error);
+}
+
+}  // namespace detail
+
+/// Start a task on an executor; `done` receives the exception (if any) or the value.
+template <class T>
+void spawn(Executor& ex, Task<T> task,
+           std::function<void(std::exception_ptr, std::optional<T>)> done) {
+    ex.post(
+        [&ex, t = std::make_shared<Task<T>>(std::move(task)), done = std::move(done)]() mutable {
+            detail::run_detached<T>(ex, std::move(*t), std::move(done));
+        });
+}
+
+/// Start a void task on an executor; `done` receives the exception, if any.
+inline void spawn(Executor& ex, Task<void> task, std::function<void(std::exception_ptr)> done) {
+    ex.post(
+        [&ex, t = std::make_shared<Task<void>>(std::move(task)), done = std::move(done)]() mutable {
+            detail::run_detached_void(ex, std::move(*t), std::move(done));
+        });
+}
+
+/// `co_await kopf::sleep(seconds)`: suspend the coroutine without blocking the loop.
+struct sleep {
+    double seconds;
+    explicit sleep(double s) : seconds(s) {}
+    bool await_ready() const noexcept { return seconds <= 0; }
+    template <class P>
+    void await_suspend(std::coroutine_handle<P> h) {
+        h.promise().executor->post_after(seconds, [h] { h.resume(); });
+    }
+    void await_resume() const noexcept {}
+};
+
+/// `co_await kopf::run_blocking(fn)`: run a blocking function on the worker pool.
+template <class F>
+struct run_blocking {
+    F fn;
+    using R = decltype(fn());
+    std::conditional_t<std::is_void_v<R>, std::monostate, std::optional<R>> result;
+    std::exception_ptr error;
+    explicit run_blocking(F f) : fn(std::move(f)) {}
+    bool await_ready() const noexcept { return false; }
+    template <class P>
+    void await_suspend(std::coroutine_handle<P> h) {
+        h.promise().executor->run_blocking(
+            [this] {
+                try {
+                    if constexpr (std::is_void_v<R>) {
+                        fn();
+                    } else {
+                        result.emplace(fn());
+                    }
+                } catch (...) {
+                    error = std::current_exception();
+                }
+            },
+            [h] { h.resume(); });
+    }
+    R await_resume() {
+        if (error) std::rethrow_exception(error);
+        if constexpr (!std::is_void_v<R>) return std::move(*result);
+    }
+};
+
+}  // namespace kopf

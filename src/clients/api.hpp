@@ -1,0 +1,139 @@
+// The client layer: the only code that talks HTTP to the Kubernetes API.
+//
+// Layers above (the handling core, the runtime) use `ApiClient` with plain JSON bodies and
+// `structs::Resource` references; they never see HTTP. Everything here runs on one Asio
+// io_context (the runtime's); the client is not thread-safe, call it from that loop's thread.
+//
+//   ApiClient api(io.get_executor(), vault, relogin, ClientSettings{});
+//   json pod = co_await api.get(pods, "default", "my-pod");
+//   co_await api.patch(pods, "default", "my-pod", PatchType::Merge, {{"metadata", ...}});
+//   co_await api.watch_objs(pods, "", {}, {}, [](WatchEvent event) { ... }, &stop);
+//
+// Authentication: every request takes the best credentials from the vault. On 401 the failing
+// credentials are invalidated; when the vault runs empty, the `relogin` function runs once (on
+// a worker thread, shared by every request waiting for it) and all requests and watches carry
+// on with the new credentials.
+// Arguments are taken by value: a coroutine may outlive the caller's temporaries (co_spawn).
+// Retries: connection errors, 5xx, 403 and 429 are retried per ClientSettings::error_backoffs
+// (Retry-After honoured); other 4xx raise typed errors (clients/errors.hpp) at once.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "clients/errors.hpp"
+#include "clients/settings.hpp"
+#include "clients/stop.hpp"
+#include "kopf/connection.hpp"
+#include "structs/credentials.hpp"
+#include "structs/references.hpp"
+
+namespace kopf::clients {
+
+using json = nlohmann::json;
+template <class T>
+using Awaitable = boost::asio::awaitable<T>;
+
+// Produces fresh credentials by login key (the runtime plugs Kopf's login handlers in).
+// Runs on a worker thread; may block (exec plugins). An empty result means "cannot log in".
+using ReloginFn = std::function<std::map<std::string, ConnectionInfo>()>;
+
+// The default login: in-cluster service account if present, else the kubeconfig.
+std::map<std::string, ConnectionInfo> default_login();
+
+enum class PatchType {
+    Merge,           // application/merge-patch+json
+    Json,            // application/json-patch+json
+    StrategicMerge,  // application/strategic-merge-patch+json
+    Apply,           // application/apply-patch+yaml (server-side apply; JSON is valid YAML)
+};
+
+struct ListOptions {
+    std::string label_selector{};
+    std::string field_selector{};
+};
+
+struct DeleteOptions {
+    std::optional<std::string> propagation_policy{};  // Foreground, Background, Orphan
+    std::optional<long> grace_period_seconds{};
+};
+
+// One event of a watch: ADDED/MODIFIED/DELETED from the stream, or an object from the initial
+// listing (type empty, seen_by_listing true; Kopf's "type: None" used for the resume cause).
+struct WatchEvent {
+    std::string type{};
+    json object;
+    bool seen_by_listing = false;
+};
+
+class ApiClient {
+  public:
+    ApiClient(boost::asio::any_io_executor executor, std::shared_ptr<structs::Vault> vault,
+              ReloginFn relogin, ClientSettings settings = {});
+    ~ApiClient();
+    ApiClient(const ApiClient&) = delete;
+    ApiClient& operator=(const ApiClient&) = delete;
+
+    const ClientSettings& settings() const;
+    structs::Vault& vault();
+
+    // Any API path ("/version", "/apis/...?...") with retries and auth; the JSON answer.
+    Awaitable<json> request(std::string method, std::string path,
+                            std::optional<json> body = std::nullopt,
+                            std::string content_type = "application/json");
+
+    Awaitable<json> get(structs::Resource resource, std::string namespace_, std::string name,
+                        std::string subresource = "");
+    // The whole list (all pages joined) as a *List object with "items".
+    Awaitable<json> list(structs::Resource resource, std::string namespace_,
+                         ListOptions options = {});
+    // Page by page (limit/continue): `on_page` gets each page's items; returns the list's
+    // resourceVersion. Only one page is held in memory at a time.
+    Awaitable<std::string> list_pages(structs::Resource resource, std::string namespace_,
+                                      ListOptions options, std::size_t page_size,
+                                      std::function<void(std::vector<json>&&)> on_page);
+    Awaitable<json> create(structs::Resource resource, std::string namespace_, json body);
+    // PUT (a full replacement; the body carries metadata.resourceVersion for optimistic locking).
+    Awaitable<json> update(structs::Resource resource, std::string namespace_, std::string name,
+                           json body, std::string subresource = "");
+    Awaitable<json> patch(structs::Resource resource, std::string namespace_, std::string name,
+                          PatchType type, json patch, std::string subresource = "",
+                          bool force = false);
+    Awaitable<json> remove(structs::Resource resource, std::string namespace_, std::string name,
+                           DeleteOptions options = {});
+    // A core v1 Event about `involved` (an object body or an ObjectReference); type is
+    // "Normal" or "Warning". The message is cut to 1024 characters, as in Kopf.
+    Awaitable<json> post_event(json involved, std::string type, std::string reason,
+                               std::string message, std::string source_component = "kopf");
+
+    Awaitable<json> read_version();
+    // Scan /api and /apis into resources (preferred versions marked). A 404 on a group
+    // version is skipped.
+    Awaitable<std::vector<structs::Resource>> discover();
+
+    // List, then watch from the list's resourceVersion with bookmarks, forever until `stop`:
+    // resumes from the last seen resourceVersion after disconnects, relists on 410 Gone,
+    // reconnects after `inactivity_timeout` of silence, restarts on a malformed line. Every
+    // end of a stream is logged. `on_listed` runs after each complete (re)listing.
+    // Exceptions from `on_event` propagate (the watch ends).
+    Awaitable<void> watch_objs(structs::Resource resource, std::string namespace_,
+                               WatchSettings settings, ListOptions options,
+                               std::function<void(WatchEvent&&)> on_event, StopSignal* stop,
+                               std::function<void()> on_listed = {});
+
+    // Cancellable pause on the client's loop (returns early on stop).
+    Awaitable<void> sleep(Seconds duration, StopSignal* stop = nullptr);
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kopf::clients

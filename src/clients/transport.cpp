@@ -1,0 +1,445 @@
+#include "clients/transport.hpp"
+
+#include <fmt/format.h>
+#include <openssl/ssl.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <boost/url/parse.hpp>
+#include <deque>
+#include <map>
+
+namespace kopf::clients {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using asio::use_awaitable;
+
+namespace {
+
+std::string user_agent() {
+    return std::string("kopf++/") + KOPF_VERSION;
+}
+
+struct Endpoint {
+    bool tls = true;
+    std::string host;  // without brackets
+    std::string port;
+    std::string prefix;  // path prefix of the server URL, without a trailing slash
+};
+
+Endpoint parse_server(const std::string& server) {
+    auto parsed = boost::urls::parse_uri(server);
+    if (!parsed) {
+        throw ConnectionError(fmt::format("The API server URL '{}' is not a valid URL", server));
+    }
+    Endpoint endpoint;
+    auto scheme = std::string(parsed->scheme());
+    if (scheme == "https") {
+        endpoint.tls = true;
+    } else if (scheme == "http") {
+        endpoint.tls = false;
+    } else {
+        throw ConnectionError(
+            fmt::format("The API server URL '{}' must start with https:// or http://", server));
+    }
+    endpoint.host = std::string(parsed->host_address());
+    if (endpoint.host.empty()) {
+        throw ConnectionError(fmt::format("The API server URL '{}' has no host", server));
+    }
+    endpoint.port =
+        parsed->has_port() ? std::string(parsed->port()) : (endpoint.tls ? "443" : "80");
+    endpoint.prefix = std::string(parsed->encoded_path());
+    while (!endpoint.prefix.empty() && endpoint.prefix.back() == '/') endpoint.prefix.pop_back();
+    return endpoint;
+}
+
+bool is_ip_address(const std::string& host) {
+    boost::system::error_code ec;
+    asio::ip::make_address(host, ec);
+    return !ec;
+}
+
+// Everything that makes a TLS session differ: connections are pooled per identity.
+std::string identity_of(const ConnectionInfo& c) {
+    auto opt = [](const std::optional<std::string>& v) { return v ? "1" + *v : std::string("0"); };
+    return fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", c.server, opt(c.ca_path),
+                       opt(c.ca_data), c.insecure, opt(c.certificate_path), opt(c.certificate_data),
+                       opt(c.private_key_path), opt(c.private_key_data));
+}
+
+std::shared_ptr<ssl::context> make_ssl_context(const ConnectionInfo& c) {
+    auto context = std::make_shared<ssl::context>(ssl::context::tls_client);
+    context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                         ssl::context::no_sslv3);
+    auto step = [&](const std::string& what, auto&& action) {
+        try {
+            action();
+        } catch (const boost::system::system_error& e) {
+            throw ConnectionError(
+                fmt::format("TLS setup for {} failed at {}: {}", c.server, what, e.what()));
+        }
+    };
+    if (c.insecure) {
+        context->set_verify_mode(ssl::verify_none);
+    } else {
+        context->set_verify_mode(ssl::verify_peer);
+        if (c.ca_data) {
+            step("the CA data",
+                 [&] { context->add_certificate_authority(asio::buffer(*c.ca_data)); });
+        } else if (c.ca_path) {
+            step("the CA file '" + *c.ca_path + "'",
+                 [&] { context->load_verify_file(*c.ca_path); });
+        } else {
+            step("the system CAs", [&] { context->set_default_verify_paths(); });
+        }
+    }
+    if (c.certificate_data) {
+        step("the client certificate data",
+             [&] { context->use_certificate_chain(asio::buffer(*c.certificate_data)); });
+    } else if (c.certificate_path) {
+        step("the client certificate file '" + *c.certificate_path + "'",
+             [&] { context->use_certificate_chain_file(*c.certificate_path); });
+    }
+    if (c.private_key_data) {
+        step("the client key data", [&] {
+            context->use_private_key(asio::buffer(*c.private_key_data), ssl::context::pem);
+        });
+    } else if (c.private_key_path) {
+        step("the client key file '" + *c.private_key_path + "'",
+             [&] { context->use_private_key_file(*c.private_key_path, ssl::context::pem); });
+    }
+    return context;
+}
+
+struct Connection {
+    std::shared_ptr<ssl::context> context;  // outlives the TLS stream
+    std::optional<beast::tcp_stream> plain;
+    std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
+    beast::flat_buffer buffer;
+    bool reused = false;
+
+    beast::tcp_stream& tcp() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+    void close() {
+        boost::system::error_code ec;
+        tcp().socket().shutdown(tcp::socket::shutdown_both, ec);
+        tcp().socket().close(ec);
+    }
+};
+
+struct Pool {
+    std::deque<std::shared_ptr<Connection>> idle;
+    std::size_t active = 0;
+    std::deque<std::shared_ptr<asio::steady_timer>> waiters;
+};
+
+std::optional<double> parse_retry_after(const http::fields& fields) {
+    auto it = fields.find(http::field::retry_after);
+    if (it == fields.end()) return std::nullopt;
+    try {
+        return std::stod(std::string(it->value()));
+    } catch (const std::exception&) {
+        return std::nullopt;  // HTTP-date form: fall back to our own backoff
+    }
+}
+
+std::string host_header(const Endpoint& endpoint) {
+    std::string host =
+        endpoint.host.find(':') != std::string::npos ? "[" + endpoint.host + "]" : endpoint.host;
+    bool default_port =
+        (endpoint.tls && endpoint.port == "443") || (!endpoint.tls && endpoint.port == "80");
+    return default_port ? host : host + ":" + endpoint.port;
+}
+
+http::request<http::string_body> build_request(const Endpoint& endpoint, const HttpRequest& r) {
+    http::request<http::string_body> request;
+    auto verb = http::string_to_verb(r.method);
+    if (verb == http::verb::unknown)
+        throw std::invalid_argument("Unknown HTTP method: " + r.method);
+    request.method(verb);
+    request.target(endpoint.prefix + r.target);
+    request.version(11);
+    request.set(http::field::host, host_header(endpoint));
+    request.set(http::field::user_agent, user_agent());
+    request.set(http::field::accept, r.accept);
+    if (!r.authorization.empty()) request.set(http::field::authorization, r.authorization);
+    if (!r.content_type.empty()) request.set(http::field::content_type, r.content_type);
+    request.keep_alive(true);
+    request.body() = r.body;
+    request.prepare_payload();
+    return request;
+}
+
+template <class Duration>
+auto to_steady(Duration duration) {
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(duration);
+}
+
+}  // namespace
+
+struct Transport::Impl {
+    asio::any_io_executor executor;
+    std::size_t pool_limit;
+    std::map<std::string, std::shared_ptr<ssl::context>> contexts;
+    std::map<std::string, Pool> pools;
+
+    std::shared_ptr<ssl::context> context_for(const ConnectionInfo& credentials,
+                                              const std::string& key) {
+        auto& context = contexts[key];
+        if (!context) context = make_ssl_context(credentials);
+        return context;
+    }
+
+    asio::awaitable<std::shared_ptr<Connection>> connect(const Endpoint& endpoint,
+                                                         const ConnectionInfo& credentials,
+                                                         const std::string& key, Timeouts timeouts,
+                                                         StopSignal* stop) {
+        auto connection = std::make_shared<Connection>();
+        if (endpoint.tls) {
+            connection->context = context_for(credentials, key);
+            connection->tls.emplace(executor, *connection->context);
+        } else {
+            connection->plain.emplace(executor);
+        }
+        std::weak_ptr<Connection> weak = connection;
+        StopCallback on_stop(stop, [weak, executor = executor] {
+            asio::post(executor, [weak] {
+                if (auto c = weak.lock()) c->close();
+            });
+        });
+        try {
+            tcp::resolver resolver(executor);
+            auto results =
+                co_await resolver.async_resolve(endpoint.host, endpoint.port, use_awaitable);
+            connection->tcp().expires_after(to_steady(timeouts.connect));
+            co_await connection->tcp().async_connect(results, use_awaitable);
+            if (connection->tls) {
+                auto* handle = connection->tls->native_handle();
+                if (!is_ip_address(endpoint.host)) {
+                    SSL_set_tlsext_host_name(handle, endpoint.host.c_str());  // SNI
+                }
+                if (!credentials.insecure) {
+                    connection->tls->set_verify_callback(
+                        ssl::host_name_verification(endpoint.host));
+                }
+                co_await connection->tls->async_handshake(ssl::stream_base::client, use_awaitable);
+            }
+            connection->tcp().expires_never();
+        } catch (const boost::system::system_error& e) {
+            std::string reason = e.code() == beast::error::timeout ? "connect timeout" : e.what();
+            throw ConnectionError(
+                fmt::format("Cannot connect to {}:{}: {}", endpoint.host, endpoint.port, reason));
+        }
+        co_return connection;
+    }
+
+    asio::awaitable<void> acquire_slot(Pool& pool) {
+        while (pool_limit > 0 && pool.active >= pool_limit) {
+            auto waiter = std::make_shared<asio::steady_timer>(
+                executor, asio::steady_timer::time_point::max());
+            pool.waiters.push_back(waiter);
+            co_await waiter->async_wait(asio::as_tuple(use_awaitable));
+        }
+        ++pool.active;
+    }
+
+    void release_slot(Pool& pool, std::shared_ptr<Connection> reusable) {
+        --pool.active;
+        if (reusable) {
+            reusable->reused = true;
+            pool.idle.push_back(std::move(reusable));
+        }
+        if (!pool.waiters.empty()) {
+            pool.waiters.front()->cancel();
+            pool.waiters.pop_front();
+        }
+    }
+
+    template <class Stream>
+    static asio::awaitable<std::pair<HttpResponse, bool>> exchange(
+        Stream& stream, Connection& connection, http::request<http::string_body>& request) {
+        co_await http::async_write(stream, request, use_awaitable);
+        http::response_parser<http::string_body> parser;
+        parser.body_limit(boost::none);
+        co_await http::async_read(stream, connection.buffer, parser, use_awaitable);
+        auto& message = parser.get();
+        HttpResponse response;
+        response.status = static_cast<int>(message.result_int());
+        response.retry_after = parse_retry_after(message.base());
+        response.body = std::move(message.body());
+        co_return std::make_pair(std::move(response), message.keep_alive());
+    }
+};
+
+Transport::Transport(asio::any_io_executor executor, std::size_t pool_limit)
+    : impl_(std::make_unique<Impl>(Impl{std::move(executor), pool_limit, {}, {}})) {}
+
+Transport::~Transport() = default;
+
+asio::any_io_executor Transport::executor() const {
+    return impl_->executor;
+}
+
+void Transport::close_idle() {
+    for (auto& [key, pool] : impl_->pools) {
+        for (auto& connection : pool.idle) connection->close();
+        pool.idle.clear();
+    }
+    // Connections in use keep their own TLS context; new ones pick up changed credentials.
+    impl_->contexts.clear();
+}
+
+asio::awaitable<HttpResponse> Transport::request(const ConnectionInfo& credentials,
+                                                 const HttpRequest& r, Timeouts timeouts) {
+    auto endpoint = parse_server(credentials.server);
+    auto key = identity_of(credentials);
+    auto& pool = impl_->pools[key];
+    co_await impl_->acquire_slot(pool);
+    std::shared_ptr<Connection> keep;
+    try {
+        auto request = build_request(endpoint, r);
+        for (int attempt = 0;; ++attempt) {
+            std::shared_ptr<Connection> connection;
+            if (!pool.idle.empty()) {
+                connection = std::move(pool.idle.front());
+                pool.idle.pop_front();
+            } else {
+                connection = co_await impl_->connect(endpoint, credentials, key, timeouts, nullptr);
+            }
+            connection->tcp().expires_after(to_steady(timeouts.request));
+            try {
+                std::pair<HttpResponse, bool> result;
+                if (connection->tls) {
+                    result = co_await Impl::exchange(*connection->tls, *connection, request);
+                } else {
+                    result = co_await Impl::exchange(*connection->plain, *connection, request);
+                }
+                connection->tcp().expires_never();
+                if (result.second)
+                    keep = connection;
+                else
+                    connection->close();
+                impl_->release_slot(pool, keep);
+                co_return std::move(result.first);
+            } catch (const boost::system::system_error& e) {
+                connection->close();
+                // A kept-alive connection may have been closed by the server meanwhile.
+                if (connection->reused && attempt == 0 && e.code() != beast::error::timeout)
+                    continue;
+                std::string reason =
+                    e.code() == beast::error::timeout ? "request timeout" : e.what();
+                throw ConnectionError(fmt::format("{} {} failed: {}", r.method, r.target, reason));
+            }
+        }
+    } catch (...) {
+        impl_->release_slot(pool, nullptr);
+        throw;
+    }
+}
+
+asio::awaitable<HttpResponse> Transport::stream(
+    const ConnectionInfo& credentials, const HttpRequest& r, Timeouts timeouts, Seconds inactivity,
+    std::optional<std::chrono::steady_clock::time_point> deadline,
+    const std::function<void(std::string_view)>& on_chunk, StopSignal* stop) {
+    auto endpoint = parse_server(credentials.server);
+    auto key = identity_of(credentials);
+    HttpResponse response;
+    if (stop && stop->stopped()) co_return response;
+    std::shared_ptr<Connection> connection;
+    try {
+        connection = co_await impl_->connect(endpoint, credentials, key, timeouts, stop);
+    } catch (const ConnectionError&) {
+        if (stop && stop->stopped()) co_return response;
+        throw;
+    }
+    std::weak_ptr<Connection> weak = connection;
+    StopCallback on_stop(stop, [weak, executor = impl_->executor] {
+        asio::post(executor, [weak] {
+            if (auto c = weak.lock()) c->close();
+        });
+    });
+    auto request = build_request(endpoint, r);
+    auto read_deadline = [&] {
+        auto now = std::chrono::steady_clock::now();
+        auto limit = now + to_steady(inactivity);
+        if (deadline && *deadline < limit) limit = *deadline;
+        return limit;
+    };
+    try {
+        connection->tcp().expires_after(to_steady(timeouts.request));
+        if (connection->tls) {
+            co_await http::async_write(*connection->tls, request, use_awaitable);
+        } else {
+            co_await http::async_write(*connection->plain, request, use_awaitable);
+        }
+        http::response_parser<http::buffer_body> parser;
+        parser.body_limit(boost::none);
+        connection->tcp().expires_at(read_deadline());
+        if (connection->tls) {
+            co_await http::async_read_header(*connection->tls, connection->buffer, parser,
+                                             use_awaitable);
+        } else {
+            co_await http::async_read_header(*connection->plain, connection->buffer, parser,
+                                             use_awaitable);
+        }
+        response.status = static_cast<int>(parser.get().result_int());
+        response.retry_after = parse_retry_after(parser.get().base());
+        bool success = response.status >= 200 && response.status < 300;
+        std::array<char, 64 * 1024> chunk;
+        while (!parser.is_done()) {
+            parser.get().body().data = chunk.data();
+            parser.get().body().size = chunk.size();
+            connection->tcp().expires_at(read_deadline());
+            boost::system::error_code ec;
+            if (connection->tls) {
+                std::tie(ec, std::ignore) = co_await http::async_read_some(
+                    *connection->tls, connection->buffer, parser, asio::as_tuple(use_awaitable));
+            } else {
+                std::tie(ec, std::ignore) = co_await http::async_read_some(
+                    *connection->plain, connection->buffer, parser, asio::as_tuple(use_awaitable));
+            }
+            if (ec == http::error::need_buffer) ec = {};
+            std::size_t received = chunk.size() - parser.get().body().size;
+            if (received > 0) {
+                if (success) {
+                    on_chunk(std::string_view(chunk.data(), received));
+                } else if (response.body.size() < 1024 * 1024) {
+                    response.body.append(chunk.data(), received);
+                }
+            }
+            if (ec) throw boost::system::system_error(ec);
+        }
+    } catch (const boost::system::system_error& e) {
+        connection->close();
+        if (stop && stop->stopped()) co_return response;
+        if (e.code() == beast::error::timeout) {
+            if (deadline && std::chrono::steady_clock::now() >= *deadline) co_return response;
+            throw InactivityTimeout(
+                fmt::format("{} {}: no data for {:.1f}s", r.method, r.target, inactivity.count()));
+        }
+        if (e.code() == http::error::end_of_stream || e.code() == asio::error::eof ||
+            e.code() == http::error::partial_message) {
+            throw ConnectionError(
+                fmt::format("{} {}: the stream was cut off by the server", r.method, r.target));
+        }
+        throw ConnectionError(fmt::format("{} {}: {}", r.method, r.target, e.what()));
+    } catch (...) {
+        connection->close();
+        throw;
+    }
+    connection->close();
+    co_return response;
+}
+
+}  // namespace kopf::clients

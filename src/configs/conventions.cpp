@@ -1,0 +1,113 @@
+// Annotation key conventions of Kopf (configs/conventions.py): safe keys, V1 and V2 shapes,
+// the blake2b suffix for long keys, and the kopf-managed marker for foreign prefixes.
+#include <kopf/storage.hpp>
+#include <stdexcept>
+
+#include "configs/blake2b.hpp"
+#include "structs/dicts.hpp"
+
+namespace kopf {
+
+namespace {
+constexpr std::size_t MAX_NAME = 63;
+
+std::string base64_dash_dot(const std::vector<std::uint8_t>& bytes) {
+    static const char* alphabet =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-.";
+    std::string out;
+    std::size_t i = 0;
+    for (; i + 2 < bytes.size(); i += 3) {
+        unsigned n = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
+        out += alphabet[(n >> 18) & 63];
+        out += alphabet[(n >> 12) & 63];
+        out += alphabet[(n >> 6) & 63];
+        out += alphabet[n & 63];
+    }
+    std::size_t rest = bytes.size() - i;
+    if (rest == 1) {
+        unsigned n = bytes[i] << 16;
+        out += alphabet[(n >> 18) & 63];
+        out += alphabet[(n >> 12) & 63];
+        out += "==";
+    } else if (rest == 2) {
+        unsigned n = (bytes[i] << 16) | (bytes[i + 1] << 8);
+        out += alphabet[(n >> 18) & 63];
+        out += alphabet[(n >> 12) & 63];
+        out += alphabet[(n >> 6) & 63];
+        out += '=';
+    }
+    return out;
+}
+}  // namespace
+
+StorageKeyConvention::StorageKeyConvention(std::string prefix, bool v1)
+    : prefix_(std::move(prefix)), v1_(v1) {
+    if (prefix_.empty()) throw std::invalid_argument("Annotations storages must be prefixed.");
+}
+
+std::string StorageKeyConvention::make_safe_key(const std::string& key) {
+    std::string out = key;
+    for (auto& c : out) {
+        if (c == '/')
+            c = '.';
+        else if (c == '<' || c == '>')
+            c = '_';
+    }
+    return out;
+}
+
+std::string StorageKeyConvention::make_suffix(const std::string& key) {
+    std::string s = "-" + base64_dash_dot(configs::blake2b(key, 4));
+    while (!s.empty() && (s.back() == '=' || s.back() == '-' || s.back() == '.')) s.pop_back();
+    return s;
+}
+
+std::string StorageKeyConvention::make_v1_key(const std::string& key) const {
+    auto safe = make_safe_key(key);
+    std::string prefix = prefix_ + "/";
+    std::string suffix;
+    if (!(safe.size() + prefix.size() <= MAX_NAME)) suffix = make_suffix(safe);
+    long limit = static_cast<long>(MAX_NAME) - static_cast<long>(prefix.size()) -
+                 static_cast<long>(suffix.size());
+    std::string cut = limit <= 0 ? std::string() : safe.substr(0, static_cast<std::size_t>(limit));
+    return prefix + cut + suffix;
+}
+
+std::string StorageKeyConvention::make_v2_key(const std::string& key) const {
+    std::string suffix = key.size() > MAX_NAME ? make_suffix(key) : "";
+    std::size_t limit = MAX_NAME > suffix.size() ? MAX_NAME - suffix.size() : 0;
+    return prefix_ + "/" + make_safe_key(key).substr(0, limit) + suffix;
+}
+
+std::vector<std::string> StorageKeyConvention::make_keys(const std::string& key,
+                                                         const json* body) const {
+    std::string marked = key;
+    // Kopf's collision evasion: ReplicaSets owned by Deployments share the annotations' names.
+    if (body) {
+        const json* kind = dicts::resolve(*body, {"kind"});
+        const json* owners = dicts::resolve(*body, {"metadata", "ownerReferences"});
+        if (kind && *kind == "ReplicaSet" && owners && owners->is_array()) {
+            for (const auto& o : *owners) {
+                if (o.value("kind", "") == "Deployment") {
+                    marked += "-ofDRS";
+                    break;
+                }
+            }
+        }
+    }
+    std::vector<std::string> keys{make_v2_key(marked)};
+    if (v1_) {
+        auto v1 = make_v1_key(marked);
+        if (v1 != keys[0]) keys.push_back(v1);
+    }
+    return keys;
+}
+
+void StorageKeyConvention::store_marker(const json& body, Patch& patch) const {
+    if (prefix_.rfind("kopf.", 0) == 0) return;
+    std::string key = prefix_ + "/kopf-managed";
+    const json* existing = dicts::resolve(body, {"metadata", "annotations", key});
+    if (!existing) patch.merge["metadata"]["annotations"][key] = "yes";
+}
+
+}  // namespace kopf

@@ -1,0 +1,560 @@
+#include "core/actions/execution.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <random>
+
+#include "core/intents/matching.hpp"
+#include "structs/dicts.hpp"
+
+namespace kopf::actions {
+
+namespace {
+
+const json& empty_object() {
+    static const json empty = json::object();
+    return empty;
+}
+const json& sub_or_empty(const json& body, const dicts::FieldPath& path) {
+    const json* v = dicts::resolve(body, path);
+    return v ? *v : empty_object();
+}
+
+std::string describe(const std::string& id) {
+    return "Handler '" + id + "'";
+}
+
+std::string format_seconds(double s) {
+    // As Python prints the user's numbers: 60 -> "60", 1.5 -> "1.5".
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", s);
+    return buf;
+}
+
+// As Python prints a timedelta: "0:00:30" or "0:00:30.500000".
+std::string format_timedelta(double seconds) {
+    auto total_us = static_cast<long long>(seconds * 1e6 + 0.5);
+    long long us = total_us % 1000000;
+    long long secs = total_us / 1000000;
+    char buf[64];
+    if (us) {
+        std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld.%06lld", secs / 3600, secs / 60 % 60,
+                      secs % 60, us);
+    } else {
+        std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", secs / 3600, secs / 60 % 60,
+                      secs % 60);
+    }
+    return buf;
+}
+
+}  // namespace
+
+std::string format_iso8601(TimePoint t) {
+    using namespace std::chrono;
+    auto us = duration_cast<microseconds>(t.time_since_epoch()).count();
+    auto secs = static_cast<std::time_t>(us >= 0 ? us / 1000000 : (us - 999999) / 1000000);
+    long frac = static_cast<long>(us - static_cast<long long>(secs) * 1000000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06ld+00:00", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+    return buf;
+}
+
+std::optional<TimePoint> parse_iso8601(const std::string& s) {
+    int y, mo, d, h, mi, sec;
+    int consumed = 0;
+    if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &consumed) <
+        6)
+        return std::nullopt;
+    std::size_t pos = static_cast<std::size_t>(consumed);
+    long long micros = 0;
+    if (pos < s.size() && (s[pos] == '.' || s[pos] == ',')) {
+        ++pos;
+        int digits = 0;
+        while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) {
+            if (digits < 6) {
+                micros = micros * 10 + (s[pos] - '0');
+                ++digits;
+            }
+            ++pos;
+        }
+        while (digits++ < 6) micros *= 10;
+    }
+    long offset = 0;
+    if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
+        int oh = 0, om = 0;
+        if (std::sscanf(s.c_str() + pos + 1, "%2d:%2d", &oh, &om) < 1) return std::nullopt;
+        offset = (s[pos] == '+' ? 1 : -1) * (oh * 3600L + om * 60L);
+    }
+    std::tm tm{};
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = sec;
+    std::time_t t = timegm(&tm) - offset;
+    return Clock::from_time_t(t) + std::chrono::microseconds(micros);
+}
+
+HandlerState HandlerState::from_scratch(TimePoint now, std::optional<std::string> purpose) {
+    HandlerState s;
+    s.active = true;
+    s.started = now;
+    s.purpose = std::move(purpose);
+    return s;
+}
+
+HandlerState HandlerState::from_storage(const json& r, TimePoint now) {
+    HandlerState s;
+    auto ts = [&r](const char* k) -> std::optional<TimePoint> {
+        auto it = r.find(k);
+        if (it == r.end() || !it->is_string()) return std::nullopt;
+        return parse_iso8601(it->get<std::string>());
+    };
+    s.active = false;
+    s.started = ts("started").value_or(now);
+    s.stopped = ts("stopped");
+    s.delayed = ts("delayed");
+    if (r.contains("purpose") && r["purpose"].is_string() &&
+        !r["purpose"].get<std::string>().empty())
+        s.purpose = r["purpose"].get<std::string>();
+    s.retries = r.contains("retries") && r["retries"].is_number() ? r["retries"].get<int>() : 0;
+    s.success = r.contains("success") && r["success"].is_boolean() && r["success"].get<bool>();
+    s.failure = r.contains("failure") && r["failure"].is_boolean() && r["failure"].get<bool>();
+    if (r.contains("message") && r["message"].is_string())
+        s.message = r["message"].get<std::string>();
+    if (r.contains("subrefs") && r["subrefs"].is_array()) {
+        for (const auto& x : r["subrefs"]) {
+            if (x.is_string()) s.subrefs.push_back(x.get<std::string>());
+        }
+    }
+    s.origin = r;
+    return s;
+}
+
+json HandlerState::for_storage() const {
+    json r = json::object();
+    r["started"] = format_iso8601(started);
+    r["stopped"] = stopped ? json(format_iso8601(*stopped)) : json();
+    r["delayed"] = delayed ? json(format_iso8601(*delayed)) : json();
+    r["purpose"] = purpose ? json(*purpose) : json();
+    r["retries"] = retries;
+    r["success"] = success;
+    r["failure"] = failure;
+    r["message"] = message ? json(*message) : json();
+    if (subrefs.empty()) {
+        r["subrefs"] = nullptr;
+    } else {
+        auto sorted = subrefs;
+        std::sort(sorted.begin(), sorted.end());
+        r["subrefs"] = sorted;
+    }
+    return r;
+}
+
+json HandlerState::as_in_storage() const {
+    json full = for_storage();
+    json out = json::object();
+    for (auto it = full.begin(); it != full.end(); ++it) {
+        if (!it->is_null()) out[it.key()] = *it;
+    }
+    return out;
+}
+
+HandlerState HandlerState::with_outcome(const Outcome& o, TimePoint now) const {
+    HandlerState s = *this;
+    s.stopped = stopped ? stopped : (o.final ? std::optional<TimePoint>(now) : std::nullopt);
+    s.delayed = o.delay
+                    ? std::optional<TimePoint>(now + std::chrono::duration_cast<Clock::duration>(
+                                                         std::chrono::duration<double>(*o.delay)))
+                    : std::nullopt;
+    s.success = o.final && !o.failed;
+    s.failure = o.final && o.failed;
+    s.retries = retries + 1;
+    s.message = o.failed || o.message ? o.message : std::nullopt;
+    std::set<std::string> refs(subrefs.begin(), subrefs.end());
+    refs.insert(o.subrefs.begin(), o.subrefs.end());
+    s.subrefs.assign(refs.begin(), refs.end());
+    return s;
+}
+
+State State::from_storage(const json& body, const ProgressStorage& storage,
+                          const std::vector<std::string>& handler_ids, TimePoint now) {
+    State st;
+    for (const auto& id : handler_ids) {
+        if (auto record = storage.fetch(id, body))
+            st.states_[id] = HandlerState::from_storage(*record, now);
+    }
+    return st;
+}
+
+State State::with_purpose(const std::optional<std::string>& purpose,
+                          const std::vector<std::string>& repurposed) const {
+    State st = *this;
+    st.purpose_ = purpose;
+    for (const auto& id : repurposed) {
+        auto it = st.states_.find(id);
+        if (it != st.states_.end()) it->second.purpose = purpose;
+    }
+    return st;
+}
+
+State State::with_handlers(const std::vector<std::string>& ids, TimePoint now) const {
+    State st = *this;
+    for (const auto& id : ids) {
+        auto it = st.states_.find(id);
+        if (it == st.states_.end()) {
+            st.states_[id] = HandlerState::from_scratch(now, purpose_);
+        } else {
+            it->second.active = true;
+        }
+    }
+    return st;
+}
+
+State State::with_outcomes(const std::map<std::string, Outcome>& outcomes, TimePoint now) const {
+    State st = *this;
+    for (const auto& [id, outcome] : outcomes) {
+        auto it = st.states_.find(id);
+        if (it == st.states_.end())
+            throw std::logic_error("Unexpected outcomes for unknown handlers: '" + id + "'");
+        it->second = it->second.with_outcome(outcome, now);
+    }
+    return st;
+}
+
+void State::store(const json& body, Patch& patch, const ProgressStorage& storage) const {
+    for (const auto& [id, s] : states_) {
+        if (!s.origin || s.as_in_storage() != *s.origin)
+            storage.store(id, s.for_storage(), body, patch);
+    }
+}
+
+void State::purge(const json& body, Patch& patch, const ProgressStorage& storage,
+                  const std::vector<std::string>& owned_ids) const {
+    for (const auto& id : owned_ids) storage.purge(id, body, patch);
+    for (const auto& [id, s] : states_) {
+        if (std::find(owned_ids.begin(), owned_ids.end(), id) == owned_ids.end())
+            storage.purge(id, body, patch);
+        for (const auto& sub : s.subrefs) storage.purge(sub, body, patch);
+    }
+}
+
+bool State::done() const {
+    for (const auto& [id, s] : states_) {
+        if (s.active && !s.finished()) return false;
+    }
+    return true;
+}
+
+std::vector<double> State::delays(TimePoint now) const {
+    std::vector<double> out;
+    for (const auto& [id, s] : states_) {
+        if (!s.active || s.finished()) continue;
+        out.push_back(s.delayed
+                          ? std::max(0.0, std::chrono::duration<double>(*s.delayed - now).count())
+                          : 0.0);
+    }
+    return out;
+}
+
+std::optional<double> State::delay(TimePoint now) const {
+    auto d = delays(now);
+    if (d.empty()) return std::nullopt;
+    return *std::min_element(d.begin(), d.end());
+}
+
+StateCounters State::counts() const {
+    StateCounters c;
+    for (const auto& [id, s] : states_) {
+        if (purpose_ && s.purpose && *s.purpose != *purpose_) continue;
+        if (s.success) ++c.success;
+        if (s.failure) ++c.failure;
+        if (!s.finished()) ++c.running;
+    }
+    return c;
+}
+
+std::map<std::string, StateCounters> State::extras() const {
+    std::map<std::string, StateCounters> out;
+    for (const auto& [id, s] : states_) {
+        if (!s.purpose || (purpose_ && *s.purpose == *purpose_)) continue;
+        auto& c = out[*s.purpose];
+        if (s.success) ++c.success;
+        if (s.failure) ++c.failure;
+        if (!s.finished()) ++c.running;
+    }
+    return out;
+}
+
+namespace lifecycles {
+std::vector<const ChangingHandler*> asap(std::vector<const ChangingHandler*> handlers,
+                                         const State& state) {
+    std::stable_sort(handlers.begin(), handlers.end(), [&state](auto* a, auto* b) {
+        int ra = state.contains(a->id) ? state[a->id].retries : 0;
+        int rb = state.contains(b->id) ? state[b->id].retries : 0;
+        return ra < rb;
+    });
+    if (handlers.size() > 1) handlers.resize(1);
+    return handlers;
+}
+std::vector<const ChangingHandler*> all_at_once(std::vector<const ChangingHandler*> handlers,
+                                                const State&) {
+    return handlers;
+}
+std::vector<const ChangingHandler*> one_by_one(std::vector<const ChangingHandler*> handlers,
+                                               const State&) {
+    if (handlers.size() > 1) handlers.resize(1);
+    return handlers;
+}
+std::vector<const ChangingHandler*> randomized(std::vector<const ChangingHandler*> handlers,
+                                               const State&) {
+    if (handlers.empty()) return handlers;
+    static thread_local std::mt19937 rng{std::random_device{}()};
+    std::uniform_int_distribution<std::size_t> pick(0, handlers.size() - 1);
+    return {handlers[pick(rng)]};
+}
+std::vector<const ChangingHandler*> shuffled(std::vector<const ChangingHandler*> handlers,
+                                             const State&) {
+    static thread_local std::mt19937 rng{std::random_device{}()};
+    std::shuffle(handlers.begin(), handlers.end(), rng);
+    return handlers;
+}
+}  // namespace lifecycles
+
+Context make_context(InvocationEnv& env, const ChangingHandler& handler, const HandlerState& state,
+                     HandlerScope* scope) {
+    const json& body = env.body;
+    const auto now = env.now();
+    json old = env.cause.old ? *env.cause.old : json();
+    json new_ = env.cause.new_ ? *env.cause.new_ : json();
+    Diff diff = env.cause.diff;
+    if (!handler.field.empty()) {
+        const json* o = env.cause.old ? dicts::resolve(*env.cause.old, handler.field) : nullptr;
+        const json* n = env.cause.new_ ? dicts::resolve(*env.cause.new_, handler.field) : nullptr;
+        old = o ? *o : json();
+        new_ = n ? *n : json();
+        diff = reduce(diff, handler.field);
+    }
+    const json* uid = dicts::resolve(body, {"metadata", "uid"});
+    const json* name = dicts::resolve(body, {"metadata", "name"});
+    const json* ns = dicts::resolve(body, {"metadata", "namespace"});
+    return Context{
+        .body = body,
+        .meta = sub_or_empty(body, {"metadata"}),
+        .spec = sub_or_empty(body, {"spec"}),
+        .status = sub_or_empty(body, {"status"}),
+        .labels = sub_or_empty(body, {"metadata", "labels"}),
+        .annotations = sub_or_empty(body, {"metadata", "annotations"}),
+        .name = name && name->is_string() ? name->get<std::string>() : "",
+        .namespace_ = ns && ns->is_string() ? ns->get<std::string>() : "",
+        .uid = uid && uid->is_string() ? uid->get<std::string>() : "",
+        .patch = env.patch,
+        .logger = env.logger,
+        .memo = env.memo,
+        .resource = env.resource,
+        .settings = env.settings,
+        .reason = intents::to_string(env.cause.reason),
+        .old = std::move(old),
+        .new_ = std::move(new_),
+        .diff = std::move(diff),
+        .retry = state.retries,
+        .started = state.started,
+        .runtime = state.runtime(now),
+        .param = handler.options.param,
+        .type = "",
+        .event = json(),
+        .scope = scope,
+    };
+}
+
+namespace {
+
+Task<json> invoke(const ChangingHandler& handler, Context& ctx) {
+    if (handler.fn.async) co_return co_await handler.fn.async(ctx);
+    co_return co_await run_blocking([&handler, &ctx] { return handler.fn.sync(ctx); });
+}
+
+// Runs the sub-handlers collected in `scope` as one nested cycle; throws HandlerChildrenRetry
+// while they are not all done (Kopf's subhandling.execute).
+Task<void> execute_subhandlers(InvocationEnv& env, HandlerScope& scope,
+                               std::set<std::string>& subrefs) {
+    if (scope.subhandlers.empty()) co_return;
+    const auto& storage = *env.settings.persistence.progress_storage;
+    std::vector<std::string> ids;
+    for (const auto& h : scope.subhandlers) {
+        if (std::find(ids.begin(), ids.end(), h.id) == ids.end()) ids.push_back(h.id);
+    }
+    // Sub-handlers have filters too (labels, when, field values...), as in Kopf.
+    ChangingHandler blank;
+    auto now = env.now();
+    Context filter_ctx =
+        make_context(env, blank, HandlerState::from_scratch(now, std::nullopt), nullptr);
+    auto selected = intents::get_changing_handlers(scope.subhandlers, env.cause, filter_ctx);
+    std::vector<std::string> selected_ids;
+    for (auto* h : selected) selected_ids.push_back(h->id);
+    State state = State::from_storage(env.body, storage, ids, now)
+                      .with_purpose(intents::to_string(env.cause.reason))
+                      .with_handlers(selected_ids, now);
+    auto outcomes = co_await execute_handlers_once(env, selected, state);
+    state = state.with_outcomes(outcomes, env.now());
+    state.store(env.body, env.patch, storage);
+    deliver_results(outcomes, env.patch);
+    for (const auto& [id, s] : state.states()) subrefs.insert(id);
+    for (const auto& [id, o] : outcomes) subrefs.insert(o.subrefs.begin(), o.subrefs.end());
+    if (!state.done()) throw HandlerChildrenRetry(state.delay(env.now()).value_or(0.0));
+}
+
+Task<Outcome> execute_handler_once(InvocationEnv& env, const ChangingHandler& handler,
+                                   const HandlerState& state) {
+    const auto errors_mode = handler.options.errors.value_or(ErrorsMode::TEMPORARY);
+    const double backoff = handler.options.backoff.value_or(env.settings.execution.default_backoff);
+    const auto& timeout = handler.options.timeout;
+    const auto& retries = handler.options.retries;
+    Logger& logger = env.logger;
+    const std::string name = describe(handler.id);
+    std::set<std::string> subrefs;
+    HandlerScope scope{handler.id, handler.field_needs_change, {}};
+    const double runtime = state.runtime(env.now()).count();
+
+    auto final_failure = [&](const std::string& msg) {
+        Outcome o;
+        o.final = true;
+        o.failed = true;
+        o.message = msg;
+        o.subrefs = subrefs;
+        return o;
+    };
+
+    try {
+        logger.debug("{} is invoked.", name);
+        if (timeout && runtime >= *timeout) {
+            throw HandlerTimeoutError(name + " has timed out after " + format_timedelta(runtime) +
+                                      ".");
+        }
+        if (retries && state.retries >= *retries) {
+            throw HandlerRetriesError(name + " has exceeded " + std::to_string(state.retries) +
+                                      " retries.");
+        }
+        Context ctx = make_context(env, handler, state, &scope);
+        json result = co_await invoke(handler, ctx);
+        co_await execute_subhandlers(env, scope, subrefs);
+        logger.info("{} succeeded.", name);
+        Outcome o;
+        o.final = true;
+        o.result = std::move(result);
+        o.subrefs = subrefs;
+        co_return o;
+    } catch (const HandlerChildrenRetry& e) {
+        logger.debug("{} has unfinished sub-handlers. Will retry soon.", name);
+        Outcome o;
+        o.final = false;
+        o.failed = true;
+        o.delay = e.delay;
+        o.message = "None";  // Kopf stores str() of a message-less HandlerChildrenRetry
+        o.subrefs = subrefs;
+        co_return o;
+    } catch (const HandlerTimeoutError& e) {
+        logger.error("{}", e.what());
+        co_return final_failure(e.what());
+    } catch (const HandlerRetriesError& e) {
+        logger.error("{}", e.what());
+        co_return final_failure(e.what());
+    } catch (const TemporaryError& e) {
+        double lookahead = runtime + e.delay;
+        if (timeout && lookahead >= *timeout) {
+            auto msg = name + " failed temporarily but will time out after " +
+                       format_seconds(*timeout) + " seconds: " + e.what();
+            logger.error("{}", msg);
+            co_return final_failure(msg);
+        }
+        if (retries && state.retries + 1 >= *retries) {
+            auto msg = name + " failed temporarily but will exceed " + std::to_string(*retries) +
+                       " retries: " + e.what();
+            logger.error("{}", msg);
+            co_return final_failure(msg);
+        }
+        logger.error("{} failed temporarily: {}", name, e.what());
+        Outcome o;
+        o.final = false;
+        o.failed = true;
+        o.delay = e.delay;
+        o.message = e.what();
+        o.subrefs = subrefs;
+        co_return o;
+    } catch (const PermanentError& e) {
+        logger.error("{} failed permanently: {}", name, e.what());
+        co_return final_failure(e.what());
+    } catch (const std::exception& e) {
+        double lookahead = runtime + backoff;
+        std::string what = e.what();
+        if (errors_mode == ErrorsMode::IGNORED) {
+            logger.exception("{} failed with an exception and will ignore it: {}", name, what);
+            Outcome o;
+            o.final = true;
+            o.subrefs = subrefs;
+            co_return o;
+        }
+        if (errors_mode == ErrorsMode::TEMPORARY && timeout && lookahead >= *timeout) {
+            auto msg = name + " failed with an exception and will stop now (it would time out in " +
+                       format_seconds(*timeout) + " seconds on the next attempt): " + what;
+            logger.exception("{}", msg);
+            co_return final_failure(msg);
+        }
+        if (errors_mode == ErrorsMode::TEMPORARY && retries && state.retries + 1 >= *retries) {
+            auto msg = name + " failed with an exception and will stop now (it would exceed " +
+                       std::to_string(*retries) + " retries on the next attempt): " + what;
+            logger.exception("{}", msg);
+            co_return final_failure(msg);
+        }
+        if (errors_mode == ErrorsMode::TEMPORARY) {
+            logger.exception("{} failed with an exception and will try again in {} seconds: {}",
+                             name, format_seconds(backoff), what);
+            Outcome o;
+            o.final = false;
+            o.failed = true;
+            o.delay = backoff;
+            o.message = what;
+            o.subrefs = subrefs;
+            co_return o;
+        }
+        logger.exception("{} failed with an exception and will stop now: {}", name, what);
+        co_return final_failure(what);
+    }
+}
+
+}  // namespace
+
+Task<std::map<std::string, Outcome>> execute_handlers_once(
+    InvocationEnv& env, const std::vector<const ChangingHandler*>& handlers, const State& state) {
+    auto now = env.now();
+    std::vector<const ChangingHandler*> todo;
+    for (auto* h : handlers) {
+        if (state[h->id].awakened(now)) todo.push_back(h);
+    }
+    auto plan = env.lifecycle ? env.lifecycle(todo, state) : lifecycles::asap(todo, state);
+    std::map<std::string, Outcome> outcomes;
+    for (auto* h : plan) outcomes[h->id] = co_await execute_handler_once(env, *h, state[h->id]);
+    co_return outcomes;
+}
+
+void deliver_results(const std::map<std::string, Outcome>& outcomes, Patch& patch) {
+    for (const auto& [id, o] : outcomes) {
+        if (o.failed || o.result.is_null()) continue;
+        auto& slot = patch.merge["status"][id];
+        if (o.result.is_object()) {
+            if (!slot.is_object()) slot = json::object();
+            for (auto it = o.result.begin(); it != o.result.end(); ++it)
+                slot[it.key()] = it.value();
+        } else {
+            slot = o.result;
+        }
+    }
+}
+
+}  // namespace kopf::actions

@@ -1,0 +1,22 @@
+#include "core/actions/virtual_executor.hpp"
+
+namespace kopf::actions {
+
+void VirtualExecutor::run() {
+    while (!ready_.empty() || !timers_.empty()) {
+        while (!ready_.empty()) {
+            auto fn = std::move(ready_.front());
+            ready_.pop_front();
+            fn();
+        }
+        if (!timers_.empty()) {
+            auto it = timers_.begin();
+            now_ = std::max(now_, it->first);
+            auto fn = std::move(it->second);
+            timers_.erase(it);
+            fn();
+        }
+    }
+}
+
+}  // namespace kopf::actions

@@ -1,0 +1,33 @@
+// src/core/intents: the registry of handlers, their filters, and cause detection.
+// Matching of handlers against causes (Kopf's intents/registries.py: prematch/match).
+#pragma once
+
+#include <kopf/context.hpp>
+#include <kopf/registry.hpp>
+#include <vector>
+
+#include "core/intents/causes.hpp"
+
+namespace kopf::intents {
+
+/// Resource, labels, annotations, field values and `when` (no change criteria).
+bool prematch(const ChangingHandler& handler, const ChangingCause& cause, const Context& ctx);
+/// prematch plus the field-change criteria (old/new and "the field has changed").
+bool match(const ChangingHandler& handler, const ChangingCause& cause, const Context& ctx);
+bool match(const WatchingHandler& handler, const json& body, const Context& ctx);
+
+/// Changing handlers selected for this cause (reason, resume mixing, filters), deduplicated.
+std::vector<const ChangingHandler*> get_changing_handlers(
+    const std::vector<ChangingHandler>& handlers, const ChangingCause& cause, const Context& ctx);
+/// All changing handlers of the resource (whose progress we own).
+std::vector<const ChangingHandler*> get_resource_handlers(
+    const std::vector<ChangingHandler>& handlers, const Resource& resource);
+bool requires_finalizer(const std::vector<ChangingHandler>& handlers, const ChangingCause& cause,
+                        const Context& ctx);
+bool prematch_any(const std::vector<ChangingHandler>& handlers, const ChangingCause& cause,
+                  const Context& ctx);
+/// Fields that handlers watch, to be kept in the essence (e.g. status.x for field handlers).
+std::vector<std::vector<std::string>> get_extra_fields(const Registry& registry,
+                                                       const Resource& resource);
+
+}  // namespace kopf::intents

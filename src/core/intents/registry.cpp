@@ -1,0 +1,151 @@
+// Registration of handlers into registries (Kopf's on.py and registries.py).
+#include <kopf/on.hpp>
+#include <stdexcept>
+
+#include "core/actions/execution.hpp"
+#include "structs/dicts.hpp"
+
+namespace kopf {
+
+void Registry::append(ChangingHandler h) {
+    changing.push_back(std::move(h));
+}
+void Registry::append(WatchingHandler h) {
+    watching.push_back(std::move(h));
+}
+void Registry::append(ActivityHandler h) {
+    activities.push_back(std::move(h));
+}
+
+bool Registry::has_handlers(const Resource& resource) const {
+    for (const auto& h : changing) {
+        if (!h.has_selector || h.selector.check(resource)) return true;
+    }
+    for (const auto& h : watching) {
+        if (h.selector.check(resource)) return true;
+    }
+    return false;
+}
+
+std::vector<Selector> Registry::selectors() const {
+    std::vector<Selector> out;
+    for (const auto& h : changing) {
+        if (h.has_selector) out.push_back(h.selector);
+    }
+    for (const auto& h : watching) out.push_back(h.selector);
+    return out;
+}
+
+Registry& Registry::default_registry() {
+    static Registry registry;
+    return registry;
+}
+
+namespace detail {
+
+namespace {
+std::string make_id(const std::string& explicit_id, const std::string& default_id,
+                    const std::vector<std::string>& field) {
+    std::string id = explicit_id.empty() ? default_id : explicit_id;
+    if (!field.empty()) id += "/" + dicts::format_field(field);
+    return id;
+}
+void verify(const Callable& fn, const std::string& what) {
+    if (!fn) throw std::invalid_argument("The handler function of " + what + " is empty.");
+}
+}  // namespace
+
+void register_changing(Registry& registry, ChangingKind kind, Selector selector,
+                       HandlerOptions options, Callable fn, std::string default_id) {
+    ChangingHandler h;
+    h.field = dicts::parse_field(options.field);
+    h.id = make_id(options.id, default_id, h.field);
+    verify(fn, "handler '" + h.id + "'");
+    if (kind == ChangingKind::FIELD && h.field.empty())
+        throw std::invalid_argument("Field handler '" + h.id + "' needs a .field option.");
+    if ((options.old.is_set() || options.new_.is_set()) &&
+        !(kind == ChangingKind::UPDATE || kind == ChangingKind::FIELD))
+        throw std::invalid_argument(
+            "Handler '" + h.id + "': .old/.new_ filters are only for update and field handlers.");
+    if ((options.value.is_set() || options.old.is_set() || options.new_.is_set()) &&
+        h.field.empty())
+        throw std::invalid_argument("Handler '" + h.id + "': value filters need a .field option.");
+    h.fn = std::move(fn);
+    h.selector = std::move(selector);
+    switch (kind) {
+        case ChangingKind::CREATE:
+            h.reason = "create";
+            break;
+        case ChangingKind::UPDATE:
+            h.reason = "update";
+            h.field_needs_change = true;
+            break;
+        case ChangingKind::DELETE:
+            h.reason = "delete";
+            h.requires_finalizer = !options.optional;
+            break;
+        case ChangingKind::RESUME:
+            h.initial = true;
+            break;
+        case ChangingKind::FIELD:
+            h.field_needs_change = true;
+            break;
+    }
+    h.options = std::move(options);
+    registry.append(std::move(h));
+}
+
+void register_watching(Registry& registry, Selector selector, HandlerOptions options, Callable fn,
+                       std::string default_id) {
+    WatchingHandler h;
+    h.field = dicts::parse_field(options.field);
+    h.id = make_id(options.id, default_id, h.field);
+    verify(fn, "event handler '" + h.id + "'");
+    h.fn = std::move(fn);
+    h.selector = std::move(selector);
+    if (!options.errors) options.errors = ErrorsMode::IGNORED;
+    h.options = std::move(options);
+    registry.append(std::move(h));
+}
+
+void register_activity(Registry& registry, std::string activity, ActivityOptions options,
+                       std::function<Task<void>(ActivityContext&)> fn, std::string default_id) {
+    if (!fn) throw std::invalid_argument("The " + activity + " handler function is empty.");
+    ActivityHandler h;
+    h.id = options.id.empty() ? default_id : options.id;
+    h.activity = std::move(activity);
+    h.options = std::move(options);
+    h.fn = std::move(fn);
+    registry.append(std::move(h));
+}
+
+void register_login(Registry& registry, ActivityOptions options,
+                    std::function<std::shared_ptr<ConnectionInfo>(ActivityContext&)> fn,
+                    std::string default_id) {
+    if (!fn) throw std::invalid_argument("The login handler function is empty.");
+    ActivityHandler h;
+    h.id = options.id.empty() ? default_id : options.id;
+    h.activity = "login";
+    if (!options.errors) options.errors = ErrorsMode::IGNORED;  // as Kopf's built-in logins
+    h.options = std::move(options);
+    h.login = std::move(fn);
+    registry.append(std::move(h));
+}
+
+void add_subhandler(Context& ctx, HandlerOptions options, Callable fn, std::string default_id) {
+    if (!ctx.scope)
+        throw std::logic_error(
+            "Sub-handlers can be declared only inside resource-changing handlers.");
+    ChangingHandler h;
+    h.field = dicts::parse_field(options.field);
+    h.id = ctx.scope->parent_id + "/" + (options.id.empty() ? default_id : options.id);
+    verify(fn, "sub-handler '" + h.id + "'");
+    h.fn = std::move(fn);
+    h.has_selector = false;
+    h.field_needs_change = ctx.scope->field_needs_change;
+    h.options = std::move(options);
+    ctx.scope->subhandlers.push_back(std::move(h));
+}
+
+}  // namespace detail
+}  // namespace kopf

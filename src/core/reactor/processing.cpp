@@ -1,0 +1,353 @@
+#include "core/reactor/processing.hpp"
+
+#include <algorithm>
+
+#include "core/intents/causes.hpp"
+#include "core/intents/matching.hpp"
+#include "structs/dicts.hpp"
+#include "structs/finalizers.hpp"
+
+namespace kopf::reactor {
+
+using actions::Outcome;
+using actions::State;
+using intents::ChangingCause;
+using intents::Reason;
+
+namespace {
+
+std::string capitalize(std::string s) {
+    if (!s.empty()) s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
+    return s;
+}
+
+std::string uid_of(const json& body) {
+    const json* uid = dicts::resolve(body, {"metadata", "uid"});
+    if (uid && uid->is_string()) return uid->get<std::string>();
+    const json* ns = dicts::resolve(body, {"metadata", "namespace"});
+    const json* name = dicts::resolve(body, {"metadata", "name"});
+    return (ns && ns->is_string() ? ns->get<std::string>() : "") + "/" +
+           (name && name->is_string() ? name->get<std::string>() : "");
+}
+
+Task<void> process_watching_cause(const ProcessingEnv& env, const Resource& resource,
+                                  ResourceMemory& memory, const json& raw_event, const json& body,
+                                  Patch& patch, Logger& logger) {
+    std::string type = raw_event.contains("type") && raw_event["type"].is_string()
+                           ? raw_event["type"].get<std::string>()
+                           : "";
+    ChangingCause cause{Reason::NOOP, &resource, &body, std::nullopt, std::nullopt, Diff(), false};
+    actions::InvocationEnv ienv{env.settings, resource, body,
+                                patch,        logger,   *memory.memo,
+                                cause,        env.now,  actions::lifecycles::all_at_once};
+    std::map<std::string, Outcome> outcomes;
+    for (const auto& h : env.registry.watching) {
+        ChangingHandler as_changing;
+        as_changing.id = h.id;
+        as_changing.field = h.field;
+        as_changing.options = h.options;
+        auto state = actions::HandlerState::from_scratch(env.now(), std::nullopt);
+        Context ctx = actions::make_context(ienv, as_changing, state, nullptr);
+        ctx.reason = "";
+        ctx.type = type;
+        ctx.event = raw_event;
+        if (!intents::match(h, body, ctx)) continue;
+        const std::string name = "Handler '" + h.id + "'";
+        try {
+            json result;
+            if (h.fn.async) {
+                result = co_await h.fn.async(ctx);
+            } else {
+                result = co_await run_blocking([&h, &ctx] { return h.fn.sync(ctx); });
+            }
+            logger.info("{} succeeded.", name);
+            Outcome o;
+            o.final = true;
+            o.result = std::move(result);
+            outcomes[h.id] = std::move(o);
+        } catch (const std::exception& e) {
+            // Event handlers are never retried: whatever the error, it is logged and ignored.
+            logger.exception("{} failed with an exception and will ignore it: {}", name, e.what());
+        }
+    }
+    actions::deliver_results(outcomes, patch);
+}
+
+Task<std::vector<double>> process_changing_cause(const ProcessingEnv& env, const Resource& resource,
+                                                 ResourceMemory& memory, ChangingCause& cause,
+                                                 const json& body, Patch& patch, Logger& logger,
+                                                 const Context& cause_ctx) {
+    std::vector<double> delays;
+    bool done = false;
+    bool skip = false;
+    const auto& storage = *env.settings.persistence.progress_storage;
+
+    if (intents::is_handler_reason(cause.reason)) {
+        const std::string title = intents::title(cause.reason);
+        const std::string purpose = intents::to_string(cause.reason);
+        auto owned = intents::get_resource_handlers(env.registry.changing, resource);
+        auto selected = intents::get_changing_handlers(env.registry.changing, cause, cause_ctx);
+        std::vector<std::string> owned_ids, selected_ids;
+        for (auto* h : owned) owned_ids.push_back(h->id);
+        for (auto* h : selected) selected_ids.push_back(h->id);
+
+        auto now = env.now();
+        State state = State::from_storage(body, storage, owned_ids, now)
+                          .with_purpose(purpose)
+                          .with_handlers(selected_ids, now);
+
+        // Report the causes superseded by this one; re-purpose the handlers that are selected
+        // again.
+        for (const auto& [extra_purpose, c] : state.extras()) {
+            std::string extra_title = extra_purpose;
+            for (auto r : {Reason::CREATE, Reason::UPDATE, Reason::DELETE, Reason::RESUME}) {
+                if (intents::to_string(r) == extra_purpose) extra_title = intents::title(r);
+            }
+            logger.info("{} is superseded by {}: {} succeeded; {} failed; {} left to the moment.",
+                        capitalize(extra_title), title, c.success, c.failure, c.running);
+            state = state.with_purpose(purpose, selected_ids);
+        }
+        if (!state.extras().empty()) state.purge(body, patch, storage, owned_ids);
+
+        logger.debug("{} is in progress: {}", capitalize(title), body.dump());
+        if (cause.diff && cause.old && cause.new_)
+            logger.debug("{} diff: {}", capitalize(title), cause.diff);
+
+        if (!selected.empty()) {
+            actions::InvocationEnv ienv{env.settings, resource, body,    patch,        logger,
+                                        *memory.memo, cause,    env.now, env.lifecycle};
+            auto outcomes = co_await actions::execute_handlers_once(ienv, selected, state);
+            state = state.with_outcomes(outcomes, env.now());
+            state.store(body, patch, storage);
+            actions::deliver_results(outcomes, patch);
+            if (state.done()) {
+                auto c = state.counts();
+                logger.info("{} is processed: {} succeeded; {} failed.", capitalize(title),
+                            c.success, c.failure);
+                state.purge(body, patch, storage, owned_ids);
+            }
+            done = state.done();
+            delays = state.delays(env.now());
+        } else {
+            skip = true;
+        }
+    }
+
+    if (done || skip) {
+        if (cause.new_ && cause.old != cause.new_) {
+            env.settings.persistence.diffbase_storage->store(body, patch, *cause.new_);
+        }
+        memory.fully_handled_once = true;
+    }
+    if (cause.reason == Reason::GONE) logger.debug("Deleted, really deleted, and we are notified.");
+    if (cause.reason == Reason::FREE)
+        logger.debug("Deletion, but we are done with it, and we do not care.");
+    if (cause.reason == Reason::NOOP)
+        logger.debug("Something has changed, but we are not interested (the essence is the same).");
+    co_return delays;
+}
+
+}  // namespace
+
+ResourceMemory& ResourceMemories::recall(const json& raw_event, const Memo& memobase) {
+    const json& body = raw_event.contains("object") ? raw_event["object"] : raw_event;
+    auto key = uid_of(body);
+    auto it = memories_.find(key);
+    if (it == memories_.end()) {
+        ResourceMemory memory;
+        memory.memo = memobase.copy();
+        memory.noticed_by_listing = !raw_event.contains("type") || raw_event["type"].is_null();
+        it = memories_.emplace(key, std::move(memory)).first;
+    }
+    return it->second;
+}
+
+void ResourceMemories::forget(const json& body) {
+    memories_.erase(uid_of(body));
+}
+
+std::optional<double> ProcessingOutcome::delay() const {
+    if (delays.empty()) return std::nullopt;
+    return *std::min_element(delays.begin(), delays.end());
+}
+
+json ProcessingOutcome::body_merge_patch(const Resource& resource) const {
+    json p = patch.merge.is_object() ? patch.merge : json::object();
+    if (resource.has_status_subresource()) p.erase("status");
+    return p;
+}
+
+json ProcessingOutcome::status_merge_patch(const Resource& resource) const {
+    if (!resource.has_status_subresource() || !patch.merge.is_object() ||
+        !patch.merge.contains("status"))
+        return json();
+    return json{{"status", patch.merge["status"]}};
+}
+
+Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const Resource& resource,
+                                               ResourceMemory& memory, const json& raw_event) {
+    if (!raw_event.is_object() || !raw_event.contains("object") || !raw_event["object"].is_object())
+        throw std::invalid_argument(
+            "A raw watch event must be an object with an \"object\" body: " +
+            raw_event.dump().substr(0, 200));
+    if (!memory.memo) memory.memo = std::make_shared<Memo>();
+
+    ProcessingOutcome out;
+    out.body = raw_event["object"];
+    const json& body = out.body;
+    const std::string raw_type = raw_event.contains("type") && raw_event["type"].is_string()
+                                     ? raw_event["type"].get<std::string>()
+                                     : "";
+    out.gone = raw_type == "DELETED";
+
+    Patch& patch = out.patch;
+    patch.fns = std::move(memory.remaining_fns);
+    memory.remaining_fns.clear();
+    const bool patch_initially_empty = patch.empty();
+
+    auto logger_ptr = env.make_logger ? env.make_logger(body) : make_object_logger(body);
+    Logger& logger = *logger_ptr;
+    const auto& settings = env.settings;
+    const auto& finalizer = settings.persistence.finalizer;
+
+    // Event handlers see every event, before anything else.
+    bool has_watching = false;
+    for (const auto& h : env.registry.watching) has_watching |= h.selector.check(resource);
+    if (has_watching)
+        co_await process_watching_cause(env, resource, memory, raw_event, body, patch, logger);
+
+    // Detect the changing cause from the diff base (cleared of our own progress traces).
+    bool has_changing = false;
+    for (const auto& h : env.registry.changing)
+        has_changing |= (!h.has_selector || h.selector.check(resource));
+
+    std::optional<ChangingCause> cause;
+    auto extra_fields = intents::get_extra_fields(env.registry, resource);
+    const auto& progress = *settings.persistence.progress_storage;
+    const auto& diffbase = *settings.persistence.diffbase_storage;
+    if (has_changing) {
+        std::optional<json> old = diffbase.fetch(body);
+        std::optional<json> new_ = diffbase.build(body, extra_fields);
+        if (old) old = progress.clear(*old);
+        if (new_) new_ = progress.clear(*new_);
+        Diff d = diff(old ? *old : json(), new_ ? *new_ : json());
+        bool initial = memory.noticed_by_listing && !memory.fully_handled_once;
+        Reason reason = intents::detect_reason(raw_type, body, finalizer, old, d, initial);
+        cause = ChangingCause{reason,          &resource,    &body,  std::move(old),
+                              std::move(new_), std::move(d), initial};
+    }
+
+    // A context of the cause, for filters (labels callbacks, when=...).
+    std::optional<Context> cause_ctx;
+    actions::HandlerState blank = actions::HandlerState::from_scratch(env.now(), std::nullopt);
+    ChangingCause noop_cause{Reason::NOOP, &resource, &body, std::nullopt,
+                             std::nullopt, Diff(),    false};
+    actions::InvocationEnv fenv{
+        settings, resource,     body, patch, logger, *memory.memo, cause ? *cause : noop_cause,
+        env.now,  env.lifecycle};
+    ChangingHandler blank_handler;
+    cause_ctx.emplace(actions::make_context(fenv, blank_handler, blank, nullptr));
+
+    if (cause && !intents::prematch_any(env.registry.changing, *cause, *cause_ctx)) cause.reset();
+
+    const bool deletion_is_ongoing = finalizers::is_deletion_ongoing(body);
+    const bool deletion_is_blocked = finalizers::is_deletion_blocked(body, finalizer);
+    const bool deletion_must_be_blocked =
+        cause && intents::requires_finalizer(env.registry.changing, *cause, *cause_ctx);
+
+    if (deletion_must_be_blocked && !deletion_is_blocked && !deletion_is_ongoing) {
+        logger.debug("Adding the finalizer, thus preventing the actual deletion.");
+        patch.transform([finalizer](json& b) { finalizers::block_deletion(b, finalizer); });
+        cause.reset();
+    }
+    if (!deletion_must_be_blocked && deletion_is_blocked) {
+        logger.debug("Removing the finalizer, as there are no handlers requiring it.");
+        patch.transform([finalizer](json& b) { finalizers::allow_deletion(b, finalizer); });
+        cause.reset();
+    }
+
+    // Leftover transformations mean an inconsistent state: apply them first, handle later.
+    if (cause && !patch_initially_empty && cause->reason != Reason::GONE) {
+        out.matched = false;
+        if (!patch.empty() && !out.gone) progress.touch(body, patch, std::nullopt);
+        co_return out;
+    }
+
+    std::vector<double> delays;
+    if (cause) {
+        out.matched = true;
+        delays = co_await process_changing_cause(env, resource, memory, *cause, body, patch, logger,
+                                                 *cause_ctx);
+    }
+
+    if (!out.gone && deletion_is_ongoing && deletion_is_blocked && delays.empty()) {
+        logger.debug("Removing the finalizer, thus allowing the actual deletion.");
+        patch.transform([finalizer](json& b) { finalizers::allow_deletion(b, finalizer); });
+    }
+
+    out.delays = std::move(delays);
+    if (!out.gone && !patch.empty()) progress.touch(body, patch, std::nullopt);
+    co_return out;
+}
+
+Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
+                                const Resource& resource, ResourceMemory& memory,
+                                ProcessingOutcome& outcome) {
+    ApplyResult result;
+    if (outcome.gone) co_return result;
+    auto logger_ptr =
+        env.make_logger ? env.make_logger(outcome.body) : make_object_logger(outcome.body);
+    Logger& logger = *logger_ptr;
+    const bool patched = !outcome.patch.empty();
+
+    json body_patch = outcome.body_merge_patch(resource);
+    if (body_patch.is_object() && !body_patch.empty()) {
+        auto r = co_await applier.merge_patch(resource, outcome.body, body_patch, false);
+        if (!r.found) co_return result;
+        if (r.resource_version) result.resource_version = r.resource_version;
+    }
+    json status_patch = outcome.status_merge_patch(resource);
+    if (!status_patch.is_null()) {
+        auto r = co_await applier.merge_patch(resource, outcome.body, status_patch, true);
+        if (!r.found) co_return result;
+        if (r.resource_version) result.resource_version = r.resource_version;
+    }
+    if (!outcome.patch.fns.empty()) {
+        // Diff the transformations against the freshest body we know (after the merge patches).
+        json fresh = outcome.body;
+        if (result.resource_version) {
+            fresh.merge_patch(outcome.patch.merge);
+            fresh["metadata"]["resourceVersion"] = *result.resource_version;
+        }
+        json ops = outcome.patch.build_json_patch(fresh);
+        if (!ops.empty()) {
+            auto r = co_await applier.json_patch(resource, fresh, ops, false);
+            if (r.conflict) {
+                memory.remaining_fns = outcome.patch.fns;  // retried on the next event
+            } else if (r.found && r.resource_version) {
+                result.resource_version = r.resource_version;
+            }
+        }
+    }
+
+    auto delay = outcome.delay();
+    if (delay && patched) {
+        logger.debug("Sleeping was skipped because of the patch, {} seconds left.", *delay);
+    } else if (delay) {
+        double limit = std::min(*delay, WAITING_KEEPALIVE_INTERVAL);
+        logger.debug("Sleeping for {} seconds for the delayed handlers.", limit);
+        result.wakeup_after = limit;
+    } else if (!patched) {
+        result.applied = true;
+        if (outcome.matched) logger.debug("Handling cycle is finished, waiting for new changes.");
+    }
+    co_return result;
+}
+
+json touch_patch(const OperatorSettings& settings, const json& body, actions::TimePoint now) {
+    Patch patch;
+    settings.persistence.progress_storage->touch(body, patch, actions::format_iso8601(now));
+    return patch.merge;
+}
+
+}  // namespace kopf::reactor

@@ -1,0 +1,134 @@
+// src/core/reactor: the processing of one watch event of one object — the entry point that the
+// runtime (src/runtime, H6) calls from its per-object queues. Mirrors Kopf's reactor/processing.py.
+//
+// How the runtime uses it, per object (one worker per object, events batched to the latest):
+//
+//     kopf::reactor::ResourceMemories memories;           // per resource kind
+//     auto& memory = memories.recall(raw_event, settings_memo);
+//     kopf::reactor::ProcessingOutcome out =
+//         co_await kopf::reactor::process_resource_event(env, resource, memory, raw_event);
+//     if (out.gone) memories.forget(raw_event["object"]);
+//     auto applied = co_await kopf::reactor::apply_outcome(applier, env, resource, memory, out);
+//     // applied.resource_version: wait for it in the watch stream (consistency) before the next
+//     // processing of this object; applied.wakeup_after: if no event comes within that many
+//     // seconds, call kopf::reactor::touch(...) (Kopf's touch-dummy) to provoke a new event.
+//
+// The API writes go through `PatchApplier`, which the runtime implements with the API client.
+#pragma once
+
+#include <functional>
+#include <kopf/json.hpp>
+#include <kopf/logger.hpp>
+#include <kopf/memo.hpp>
+#include <kopf/patch.hpp>
+#include <kopf/registry.hpp>
+#include <kopf/resource.hpp>
+#include <kopf/settings.hpp>
+#include <kopf/task.hpp>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/actions/execution.hpp"
+
+namespace kopf::reactor {
+
+/// Kopf's WAITING_KEEPALIVE_INTERVAL: the longest sleep before a touch-dummy patch.
+inline constexpr double WAITING_KEEPALIVE_INTERVAL = 10 * 60;
+
+/// What the operator remembers about one object between events (never persisted).
+struct ResourceMemory {
+    std::shared_ptr<Memo> memo;
+    bool noticed_by_listing = false;       ///< first seen in the initial listing (resume cause)
+    bool fully_handled_once = false;       ///< all handlers succeeded once (no more resuming)
+    std::vector<Patch::Fn> remaining_fns;  ///< transformations not applied yet (HTTP 422)
+};
+
+/// Memories of objects of one resource kind, by metadata.uid.
+class ResourceMemories {
+  public:
+    /// The memory of the event's object; created (with a shallow copy of `memobase`) if new.
+    /// A raw event with a null/absent "type" marks the object as noticed by listing.
+    ResourceMemory& recall(const json& raw_event, const Memo& memobase);
+    void forget(const json& body);
+    std::size_t size() const { return memories_.size(); }
+
+  private:
+    std::map<std::string, ResourceMemory> memories_;
+};
+
+/// The inputs that stay the same across events.
+struct ProcessingEnv {
+    const Registry& registry;
+    const OperatorSettings& settings;
+    /// Default: Kopf's asap.
+    actions::Lifecycle lifecycle = actions::lifecycles::asap;
+    /// The wall clock (UTC); tests substitute it.
+    std::function<actions::TimePoint()> now = [] { return actions::Clock::now(); };
+    /// Object loggers ("[namespace/name] message"); default: spdlog-based.
+    std::function<std::shared_ptr<Logger>(const json& body)> make_logger{};
+};
+
+/// What one processing cycle decided. Nothing is written to the API yet.
+struct ProcessingOutcome {
+    json body;    ///< the processed body
+    Patch patch;  ///< the merge-patch part and transformations (finalizers, user fns)
+    std::vector<double> delays;  ///< seconds until delayed handlers are due
+    bool gone = false;           ///< DELETED event: forget the memory
+    bool matched = false;        ///< changing handlers were considered for this object
+
+    std::optional<double> delay() const;
+    /// The merge patch without `status` if the resource has a status subresource, else all.
+    json body_merge_patch(const Resource& resource) const;
+    /// `{"status": ...}` to send to /status (status subresource only), or null.
+    json status_merge_patch(const Resource& resource) const;
+    /// RFC 6902 ops of the transformations against `body`, guarded by a resourceVersion test.
+    json json_patch() const { return patch.build_json_patch(body); }
+};
+
+/// Run everything this event calls for: event handlers, finalizer management, cause detection,
+/// changing handlers with progress and results. Returns the patch and the delays.
+Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const Resource& resource,
+                                               ResourceMemory& memory, const json& raw_event);
+
+/// The result of one API write.
+struct PatchResult {
+    bool found = true;      ///< false on HTTP 404 (the object is gone; ignored)
+    bool conflict = false;  ///< true on HTTP 422/409 of a guarded JSON patch
+    std::optional<std::string> resource_version;  ///< of the patched object
+    json body;                                    ///< the returned object, if any
+};
+
+/// The API writes of the processing, implemented by the runtime with the API client.
+class PatchApplier {
+  public:
+    virtual ~PatchApplier() = default;
+    /// PATCH (application/merge-patch+json) the object or its /status.
+    virtual Task<PatchResult> merge_patch(const Resource& resource, const json& body,
+                                          const json& patch, bool status) = 0;
+    /// PATCH (application/json-patch+json) the object or its /status.
+    virtual Task<PatchResult> json_patch(const Resource& resource, const json& body,
+                                         const json& ops, bool status) = 0;
+};
+
+struct ApplyResult {
+    bool applied = false;  ///< nothing to patch and nothing delayed: the cycle is finished
+    std::optional<std::string> resource_version;  ///< of our last successful patch
+    std::optional<double> wakeup_after;           ///< sleep this long, then touch() (if no events)
+};
+
+/// Apply the outcome in Kopf's order: body merge patch, status merge patch, JSON patch.
+/// A conflict of the guarded JSON patch keeps its transformations in `memory` for the next event.
+Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
+                                const Resource& resource, ResourceMemory& memory,
+                                ProcessingOutcome& outcome);
+
+/// The touch-dummy patch that provokes a watch event after a delay (Kopf's touch()).
+json touch_patch(const OperatorSettings& settings, const json& body, actions::TimePoint now);
+
+/// The default object logger: spdlog with a "[namespace/name] " prefix.
+std::shared_ptr<Logger> make_object_logger(const json& body);
+
+}  // namespace kopf::reactor

@@ -1,0 +1,174 @@
+// The `kopf` command line (CLI11 lives in this translation unit only): `run` and `version`,
+// shared by the `kopf` binary and by operators linked as their own binaries (kopf::main).
+#include "runtime/command_line.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "kopf/main.hpp"
+#include "kopf/run.hpp"
+#include "kopf/version.hpp"
+#include "runtime/logging.hpp"
+#include "runtime/namespaces.hpp"
+#include "runtime/plugins.hpp"
+
+namespace kopf::runtime {
+namespace {
+
+void print_error(const std::string& message) {
+    std::fprintf(stderr, "Error: %s\n", message.c_str());
+}
+
+}  // namespace
+
+int run_command(const RunCommandOptions& command) {
+    LoggingOptions logging;
+    try {
+        logging.format = parse_log_format(command.log_format);
+    } catch (const std::invalid_argument& error) {
+        print_error(error.what());
+        return 2;
+    }
+    if (command.log_prefix != 0) logging.prefix = command.log_prefix > 0;
+    if (!command.log_refkey.empty()) logging.refkey = command.log_refkey;
+    logging.verbose = command.verbose;
+    logging.debug = command.debug;
+    logging.quiet = command.quiet;
+    configure_logging(logging);
+
+    if (!command.modules.empty()) {
+        print_error(fmt::format(
+            "-m/--module '{}' imports Python modules in Kopf; Kopf++ has no modules to import. "
+            "Pass the operator's C++ files (compiled on the fly) or shared objects as arguments "
+            "instead: kopf run operator.cpp, kopf run liboperator.so.",
+            command.modules.front()));
+        return 2;
+    }
+    try {
+        NamespaceScope::from_options(command.all_namespaces, command.namespaces);
+    } catch (const std::invalid_argument& error) {
+        print_error(error.what());
+        return 2;
+    }
+
+    const std::size_t handlers_before = count_registered_handlers();
+    for (const auto& path : command.paths) {
+        const std::size_t before = count_registered_handlers();
+        try {
+            load_operator_files({path});
+        } catch (const PluginError& error) {
+            print_error(error.what());
+            return 1;
+        }
+        if (count_registered_handlers() == before) {
+            print_error(fmt::format(
+                "'{}' registers no handlers: nothing would be served. Declare handlers at "
+                "namespace scope in it (e.g. KOPF_ON_CREATE(create_fn, \"kopfexamples\")) so that "
+                "they register when it is loaded.",
+                path));
+            return 1;
+        }
+    }
+    if (count_registered_handlers() == 0 && handlers_before == 0) {
+        print_error(
+            "No handlers are registered: nothing would be served. Pass the operator's code: "
+            "kopf run operator.cpp (compiled on the fly) or kopf run liboperator.so.");
+        return 1;
+    }
+
+    RunOptions options;
+    options.namespaces = command.namespaces;
+    options.clusterwide = command.all_namespaces;
+    options.standalone = command.standalone;
+    if (!command.peering.empty()) options.peering_name = command.peering;
+    if (command.priority) options.priority = command.priority;
+    if (command.dev && !command.priority) options.priority = 666;
+    if (!command.liveness.empty()) options.liveness_endpoint = command.liveness;
+    if (!command.context.empty()) options.context = command.context;
+    return kopf::run(options);
+}
+
+int main(int argc, char** argv, const std::vector<ExtraCommand>& extra_commands) {
+    if (argc >= 2) {
+        for (const auto& command : extra_commands) {
+            if (command.name == argv[1]) return command.run(argc - 1, argv + 1);
+        }
+    }
+
+    CLI::App app{"Kopf++: Kubernetes operators in C++.", "kopf"};
+    app.require_subcommand(0, 1);
+    app.set_version_flag("--version", std::string("kopf++ ") + kopf::version());
+
+    RunCommandOptions run;
+    auto* run_app = app.add_subcommand("run", "Run the operator(s) in FILE.cpp or LIB.so.");
+    run_app->add_option("paths", run.paths, "C++ files to compile and load, or shared objects")
+        ->type_name("FILE.cpp|LIB.so");
+    run_app
+        ->add_option("-m,--module", run.modules,
+                     "Not applicable in Kopf++ (Python modules); pass files instead")
+        ->allow_extra_args(false);
+    run_app
+        ->add_option("-n,--namespace", run.namespaces,
+                     "Serve namespaces matching this pattern (repeatable; globs, !exclusions)")
+        ->allow_extra_args(false);
+    run_app->add_flag("-A,--all-namespaces", run.all_namespaces, "Serve the whole cluster");
+    run_app->add_flag("--standalone", run.standalone, "Disable peering: run as the only instance");
+    run_app->add_option("--peering", run.peering, "The name of the peering object to use");
+    run_app->add_option("--priority", run.priority, "The priority in the peering (default 0)");
+    run_app->add_flag("--dev", run.dev, "Development mode: implies --priority=666");
+    run_app->add_option("--liveness", run.liveness,
+                        "Serve health probes at this endpoint, e.g. http://0.0.0.0:8080/healthz");
+    run_app->add_option("--context", run.context, "The kubeconfig context to use");
+    run_app->add_option("--log-format", run.log_format, "full (default), plain or json")
+        ->type_name("full|plain|json");
+    run_app->add_flag("--log-prefix,!--no-log-prefix", run.log_prefix,
+                      "Prefix object messages with [namespace/name]");
+    run_app->add_option("--log-refkey", run.log_refkey,
+                        "The JSON key of the object reference in JSON logs (default: object)");
+    run_app->add_flag("-v,--verbose", run.verbose, "Show what Kopf++ is doing (debug messages)");
+    run_app->add_flag("-d,--debug", run.debug, "Extremely verbose: also the API traffic");
+    run_app->add_flag("-q,--quiet", run.quiet, "Only warnings and errors");
+
+    app.add_subcommand("version", "Print the Kopf++ version.");
+    // Listed for --help only: they are dispatched above, before parsing.
+    for (const auto& command : extra_commands) {
+        app.add_subcommand(command.name, command.description)->prefix_command();
+    }
+
+    // `./my-operator -A ...` is short for `./my-operator run -A ...`.
+    std::vector<std::string> args;
+    for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i]);
+    if (!args.empty()) {
+        const std::string& first = args.back();
+        const bool is_option = !first.empty() && first[0] == '-';
+        if (is_option && first != "--help" && first != "-h" && first != "--version") {
+            args.push_back("run");
+        }
+    }
+    try {
+        app.parse(std::move(args));
+    } catch (const CLI::ParseError& error) {
+        return app.exit(error);
+    }
+    if (app.got_subcommand("version")) {
+        std::printf("kopf++ %s\n", kopf::version());
+        return 0;
+    }
+    if (app.got_subcommand(run_app)) return run_command(run);
+    std::fputs(app.help().c_str(), stderr);
+    return 2;
+}
+
+}  // namespace kopf::runtime
+
+namespace kopf {
+
+int main(int argc, char** argv) {
+    return runtime::main(argc, argv);
+}
+
+}  // namespace kopf

@@ -1,0 +1,48 @@
+// The options of `kopf run`, parsed by kopf::main (command_line.cpp), and the command itself.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace kopf::runtime {
+
+struct RunCommandOptions {
+    std::vector<std::string> paths;
+    std::vector<std::string> modules;
+    std::vector<std::string> namespaces;
+    bool all_namespaces = false;
+    bool standalone = false;
+    std::string peering;
+    int priority = 0;
+    bool dev = false;
+    std::string liveness;
+    std::string context;
+    std::string log_format = "full";
+    int log_prefix = 0;  // +1 --log-prefix, -1 --no-log-prefix, 0 the format's default
+    std::string log_refkey;
+    bool verbose = false;
+    bool debug = false;
+    bool quiet = false;
+};
+
+// Runs `kopf run` with parsed options: logging, scope checks, loading the operator files,
+// then kopf::run(). Returns the exit code; errors are printed as one paragraph on stderr.
+int run_command(const RunCommandOptions& options);
+
+// A command served outside the operator command line, e.g. `kopf apiserver` in the kopf binary
+// (operators linked with kopf::main do not carry the API server). It is listed in --help and
+// called with argv starting at its own name.
+struct ExtraCommand {
+    std::string name;
+    std::string description;
+    int (*run)(int argc, char** argv) = nullptr;
+};
+
+// The kopf command line (kopf::main forwards here without extra commands).
+int main(int argc, char** argv, const std::vector<ExtraCommand>& extra_commands = {});
+
+// How many handlers of any kind the default registry holds (to detect files that register none).
+std::size_t count_registered_handlers();
+
+}  // namespace kopf::runtime

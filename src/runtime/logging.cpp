@@ -1,0 +1,207 @@
+#include "runtime/logging.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <spdlog/details/log_msg.h>
+#include <spdlog/formatter.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <ctime>
+#include <mutex>
+#include <stdexcept>
+
+namespace kopf::runtime {
+namespace {
+
+// The object of the record being logged on this thread (set only inside log_object):
+// spdlog formats synchronously in the calling thread, so the formatter can read it.
+thread_local const ObjectRef* current_object = nullptr;
+
+std::mutex hook_mutex;
+ObjectLogHook object_hook;
+
+const char* level_name(spdlog::level::level_enum level) {
+    switch (level) {
+        case spdlog::level::trace:
+            return "DEBUG";
+        case spdlog::level::debug:
+            return "DEBUG";
+        case spdlog::level::info:
+            return "INFO";
+        case spdlog::level::warn:
+            return "WARNING";
+        case spdlog::level::err:
+            return "ERROR";
+        case spdlog::level::critical:
+            return "CRITICAL";
+        default:
+            return "NOTSET";
+    }
+}
+
+const char* severity_name(spdlog::level::level_enum level) {
+    switch (level) {
+        case spdlog::level::trace:
+            return "debug";
+        case spdlog::level::debug:
+            return "debug";
+        case spdlog::level::info:
+            return "info";
+        case spdlog::level::warn:
+            return "warning";
+        case spdlog::level::err:
+            return "error";
+        case spdlog::level::critical:
+            return "critical";
+        default:
+            return "notset";
+    }
+}
+
+class KopfFormatter final : public spdlog::formatter {
+  public:
+    KopfFormatter(LogFormat format, bool prefix, std::string refkey)
+        : format_(format), prefix_(prefix), refkey_(std::move(refkey)) {}
+
+    void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+        std::string message(msg.payload.data(), msg.payload.size());
+        if (current_object && prefix_) message = current_object->prefix() + " " + message;
+        const auto since_epoch = msg.time.time_since_epoch();
+        const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since_epoch);
+        const auto micros =
+            std::chrono::duration_cast<std::chrono::microseconds>(since_epoch - seconds).count();
+        const std::time_t time = std::chrono::system_clock::to_time_t(msg.time);
+        switch (format_) {
+            case LogFormat::plain:
+                fmt::format_to(std::back_inserter(dest), "{}\n", message);
+                break;
+            case LogFormat::full: {
+                std::tm local{};
+                localtime_r(&time, &local);
+                const std::string_view name(msg.logger_name.data(), msg.logger_name.size());
+                fmt::format_to(std::back_inserter(dest),
+                               "[{:%Y-%m-%d %H:%M:%S},{:03d}] {:<20.20} [{:<8}] {}\n", local,
+                               static_cast<int>(micros / 1000), name, level_name(msg.level),
+                               message);
+                break;
+            }
+            case LogFormat::json: {
+                std::tm utc{};
+                gmtime_r(&time, &utc);
+                nlohmann::ordered_json record;
+                record["message"] = message;
+                if (current_object) record[refkey_] = current_object->to_json();
+                record["severity"] = severity_name(msg.level);
+                record["timestamp"] =
+                    fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:06d}", utc, static_cast<int>(micros));
+                const std::string line =
+                    record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+                fmt::format_to(std::back_inserter(dest), "{}\n", line);
+                break;
+            }
+        }
+    }
+
+    std::unique_ptr<spdlog::formatter> clone() const override {
+        return std::make_unique<KopfFormatter>(format_, prefix_, refkey_);
+    }
+
+  private:
+    LogFormat format_;
+    bool prefix_;
+    std::string refkey_;
+};
+
+std::shared_ptr<spdlog::sinks::sink> shared_sink() {
+    static auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    return sink;
+}
+
+}  // namespace
+
+LogFormat parse_log_format(std::string_view text) {
+    if (text == "full") return LogFormat::full;
+    if (text == "plain") return LogFormat::plain;
+    if (text == "json") return LogFormat::json;
+    throw std::invalid_argument(
+        fmt::format("Unknown log format '{}': use one of full, plain, json.", text));
+}
+
+void configure_logging(const LoggingOptions& options) {
+    const bool prefix = options.prefix.value_or(options.format != LogFormat::json);
+    auto level = spdlog::level::info;
+    if (options.quiet) level = spdlog::level::warn;
+    if (options.verbose) level = spdlog::level::debug;
+    if (options.debug) level = spdlog::level::trace;
+
+    // Route the default logger (used by code that calls spdlog::info directly) to our sink.
+    auto default_logger = std::make_shared<spdlog::logger>("kopf", shared_sink());
+    spdlog::set_default_logger(default_logger);
+    spdlog::set_formatter(std::make_unique<KopfFormatter>(options.format, prefix, options.refkey));
+    spdlog::set_level(level);
+    spdlog::flush_on(spdlog::level::trace);
+}
+
+ObjectRef ObjectRef::from_body(const nlohmann::json& body) {
+    ObjectRef ref;
+    if (!body.is_object()) return ref;
+    ref.api_version = body.value("apiVersion", "");
+    ref.kind = body.value("kind", "");
+    if (auto meta = body.find("metadata"); meta != body.end() && meta->is_object()) {
+        ref.namespace_ = meta->value("namespace", "");
+        ref.name = meta->value("name", "");
+        ref.uid = meta->value("uid", "");
+    }
+    return ref;
+}
+
+nlohmann::json ObjectRef::to_json() const {
+    nlohmann::ordered_json out;
+    out["apiVersion"] = api_version;
+    out["kind"] = kind;
+    out["name"] = name;
+    out["uid"] = uid;
+    out["namespace"] = namespace_;
+    return nlohmann::json::parse(out.dump());
+}
+
+std::string ObjectRef::prefix() const {
+    return namespace_.empty() ? fmt::format("[{}]", name)
+                              : fmt::format("[{}/{}]", namespace_, name);
+}
+
+void log_object(spdlog::level::level_enum level, const ObjectRef& ref, std::string_view message) {
+    static auto objects = logger("kopf.objects");
+    const ObjectRef* previous = current_object;
+    current_object = &ref;
+    objects->log(level, "{}", message);
+    current_object = previous;
+
+    ObjectLogHook hook;
+    {
+        std::lock_guard lock(hook_mutex);
+        hook = object_hook;
+    }
+    if (hook) hook(level, ref, message);
+}
+
+void set_object_log_hook(ObjectLogHook hook) {
+    std::lock_guard lock(hook_mutex);
+    object_hook = std::move(hook);
+}
+
+std::shared_ptr<spdlog::logger> logger(const std::string& name) {
+    if (auto existing = spdlog::get(name)) return existing;
+    auto created = std::make_shared<spdlog::logger>(name, shared_sink());
+    try {
+        spdlog::initialize_logger(created);  // applies the configured formatter and level
+    } catch (const spdlog::spdlog_ex&) {
+        // Registered concurrently by another thread: use that one.
+        if (auto existing = spdlog::get(name)) return existing;
+    }
+    return created;
+}
+
+}  // namespace kopf::runtime

@@ -1,0 +1,65 @@
+// The runtime layer: everything that turns registered handlers into a running
+// operator — logging setup, scopes, loading operator code, the event loop that
+// observes resources and feeds per-object workers, activities and shutdown.
+// It may use every lower layer (structs, clients, configs, core).
+//
+// logging.hpp: the log formats of `kopf run` (full, plain, json), verbosity, and
+// the per-object log records (`[namespace/name] message`, the object reference in
+// JSON) that may also be posted as Kubernetes Events.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kopf::runtime {
+
+enum class LogFormat { full, plain, json };
+
+// Parses "full", "plain" or "json"; throws std::invalid_argument naming the value otherwise.
+LogFormat parse_log_format(std::string_view text);
+
+struct LoggingOptions {
+    LogFormat format = LogFormat::full;
+    std::optional<bool> prefix;     // unset: on for full/plain, off for json (as in Kopf)
+    std::string refkey = "object";  // JSON key holding the object reference
+    bool verbose = false;           // -v: debug messages
+    bool debug = false;             // -d: also the low-level (trace) messages, e.g. API traffic
+    bool quiet = false;             // -q: warnings and errors only
+};
+
+// Installs the format and level on every spdlog logger, present and future.
+void configure_logging(const LoggingOptions& options);
+
+// The object a log record is about: rendered as `[namespace/name] ` before the message
+// and, in JSON, as {"apiVersion", "kind", "name", "uid", "namespace"} under the refkey.
+struct ObjectRef {
+    std::string api_version;
+    std::string kind;
+    std::string namespace_;
+    std::string name;
+    std::string uid;
+
+    static ObjectRef from_body(const nlohmann::json& body);
+    nlohmann::json to_json() const;
+    std::string prefix() const;  // "[namespace/name]" or "[name]" for cluster objects
+};
+
+// Logs a message about an object through the "kopf.objects" logger, and hands it to the
+// event hook (Kubernetes Events posting) when one is installed.
+void log_object(spdlog::level::level_enum level, const ObjectRef& ref, std::string_view message);
+
+// Called for every object log record; installed by the running operator for settings.posting.
+using ObjectLogHook =
+    std::function<void(spdlog::level::level_enum, const ObjectRef&, std::string_view)>;
+void set_object_log_hook(ObjectLogHook hook);
+
+// The spdlog logger with the given dotted name (e.g. "kopf.activities"), created on first use.
+std::shared_ptr<spdlog::logger> logger(const std::string& name);
+
+}  // namespace kopf::runtime

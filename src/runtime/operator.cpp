@@ -1,0 +1,385 @@
+#include "runtime/operator.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "kopf/connection.hpp"
+#include "kopf/errors.hpp"
+#include "kopf/memo.hpp"
+#include "kopf/registry.hpp"
+#include "kopf/settings.hpp"
+#include "kopf/task.hpp"
+#include "runtime/command_line.hpp"
+#include "runtime/logging.hpp"
+#include "runtime/namespaces.hpp"
+#include "runtime/probes.hpp"
+#include "runtime/serving.hpp"
+
+namespace asio = boost::asio;
+
+namespace kopf::runtime {
+
+void NamedLogger::log(LogLevel level, std::string_view message) {
+    auto target = logger(name_);
+    switch (level) {
+        case LogLevel::DEBUG:
+            target->debug("{}", message);
+            break;
+        case LogLevel::INFO:
+            target->info("{}", message);
+            break;
+        case LogLevel::WARNING:
+            target->warn("{}", message);
+            break;
+        case LogLevel::ERROR:
+            target->error("{}", message);
+            break;
+        case LogLevel::CRITICAL:
+            target->critical("{}", message);
+            break;
+    }
+}
+
+namespace {
+
+// kopf::Executor on the operator's loop, with a bounded pool for synchronous handlers.
+class LoopExecutor final : public kopf::Executor {
+  public:
+    LoopExecutor(asio::io_context& io, std::size_t workers) : io_(io), pool_(workers) {}
+    ~LoopExecutor() override { pool_.join(); }
+
+    void post(std::function<void()> fn) override { asio::post(io_, std::move(fn)); }
+    void post_after(double seconds, std::function<void()> fn) override {
+        auto timer = std::make_shared<asio::steady_timer>(
+            io_, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                     std::chrono::duration<double>(std::max(0.0, seconds))));
+        const auto id = ++next_timer_;
+        timers_.emplace(id, timer);
+        timer->async_wait(
+            [this, id, timer, fn = std::move(fn)](const boost::system::error_code& ec) {
+                timers_.erase(id);
+                if (!ec && !cancelled_) fn();
+            });
+    }
+    // At the end of the operator: pending delays (idle workers, wake-ups) will never fire.
+    void cancel_timers() {
+        cancelled_ = true;
+        for (auto& [id, timer] : timers_) timer->cancel();
+    }
+    void run_blocking(std::function<void()> work, std::function<void()> done) override {
+        asio::post(pool_, [this, work = std::move(work), done = std::move(done)]() mutable {
+            work();
+            asio::post(io_, std::move(done));
+        });
+    }
+
+  private:
+    asio::io_context& io_;
+    asio::thread_pool pool_;
+    std::map<unsigned long, std::shared_ptr<asio::steady_timer>> timers_;
+    unsigned long next_timer_ = 0;
+    bool cancelled_ = false;
+};
+
+// Lets the stop flag reach the loop only while the operator runs (the flag may outlive it).
+struct StopBridge {
+    std::mutex mutex;
+    std::function<void()> request;
+};
+
+// Runs one coroutine to completion on the loop (used before and after serving).
+void run_to_completion(asio::io_context& io, LoopExecutor& executor, Task<void> task) {
+    bool finished = false;
+    std::exception_ptr error;
+    kopf::spawn(executor, std::move(task), [&](std::exception_ptr e) {
+        error = e;
+        finished = true;
+    });
+    while (!finished) {
+        io.restart();
+        io.run_one();
+    }
+    if (error) std::rethrow_exception(error);
+}
+
+void sleep_on_loop(asio::io_context& io, double seconds) {
+    asio::steady_timer timer(io, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                     std::chrono::duration<double>(seconds)));
+    bool fired = false;
+    timer.async_wait([&](const boost::system::error_code&) { fired = true; });
+    while (!fired) {
+        io.restart();
+        io.run_one();
+    }
+}
+
+// Runs the activity handlers of one kind (startup, cleanup) in registration order, with
+// TemporaryError retried after its delay; other failures end the activity with an error.
+void run_activity(asio::io_context& io, LoopExecutor& executor, const Registry& registry,
+                  const std::string& activity, OperatorSettings& settings, Memo& memo) {
+    NamedLogger log("kopf.activities." + activity);
+    for (const auto& handler : registry.activities) {
+        if (handler.activity != activity || !handler.fn) continue;
+        const auto started = std::chrono::system_clock::now();
+        for (int retry = 0;; ++retry) {
+            ActivityContext ctx{settings,
+                                memo,
+                                log,
+                                activity,
+                                retry,
+                                started,
+                                std::chrono::system_clock::now() - started,
+                                handler.options.param};
+            try {
+                run_to_completion(io, executor, handler.fn(ctx));
+                log.info(fmt::format("Activity '{}' succeeded.", handler.id));
+                break;
+            } catch (const TemporaryError& error) {
+                const bool exhausted =
+                    handler.options.retries && retry + 1 >= *handler.options.retries;
+                if (exhausted) {
+                    throw StartupError(fmt::format(
+                        "Activity '{}' ({}) failed permanently: {} (retries exhausted).",
+                        handler.id, activity, error.what()));
+                }
+                log.error(fmt::format("Activity '{}' failed temporarily: {}. Will retry in {}s.",
+                                      handler.id, error.what(), error.delay));
+                sleep_on_loop(io, error.delay);
+            } catch (const std::exception& error) {
+                if (handler.options.errors == ErrorsMode::IGNORED) {
+                    log.error(fmt::format("Activity '{}' failed with an exception. Will ignore. {}",
+                                          handler.id, error.what()));
+                    break;
+                }
+                throw StartupError(fmt::format("Activity '{}' ({}) failed: {}", handler.id,
+                                               activity, error.what()));
+            }
+        }
+    }
+}
+
+// Login: the registered login handlers, else Kopf's built-ins (in-cluster, then kubeconfig).
+// Returns nothing when no credentials could be found.
+std::optional<ConnectionInfo> try_login(const Registry& registry, const RunOptions& options,
+                                        OperatorSettings& settings, Memo& memo) {
+    NamedLogger log("kopf.activities.authentication");
+    std::optional<ConnectionInfo> best;
+    bool any_login_handler = false;
+    for (const auto& handler : registry.activities) {
+        if (handler.activity != "login" || !handler.login) continue;
+        any_login_handler = true;
+        ActivityContext ctx{settings, memo,
+                            log,      "login",
+                            0,        std::chrono::system_clock::now(),
+                            {},       handler.options.param};
+        try {
+            if (auto info = handler.login(ctx);
+                info && (!best || info->priority > best->priority)) {
+                best = *info;
+            }
+        } catch (const std::exception& error) {
+            log.error(fmt::format("Login handler '{}' failed: {}", handler.id, error.what()));
+        }
+    }
+    if (!any_login_handler) {
+        if (auto info = kopf::login_with_service_account()) best = std::move(info);
+        if (!best) {
+            try {
+                best = kopf::login_with_kubeconfig(options.context);
+            } catch (const std::exception& error) {
+                throw StartupError(
+                    fmt::format("Cannot log in with the kubeconfig: {}", error.what()));
+            }
+        }
+    }
+    return best;
+}
+
+ConnectionInfo login(const Registry& registry, const RunOptions& options,
+                     OperatorSettings& settings, Memo& memo) {
+    NamedLogger log("kopf.activities.authentication");
+    log.info("Initial authentication has been initiated.");
+    std::optional<ConnectionInfo> best = try_login(registry, options, settings, memo);
+    if (!best) {
+        throw StartupError(
+            "Ran out of valid credentials: no kubeconfig was found ($KUBECONFIG or "
+            "~/.kube/config) and this is not a pod with a service account. Point KUBECONFIG at a "
+            "kubeconfig (e.g. the one `kopf apiserver --kubeconfig-out FILE` writes), or declare "
+            "a kopf::on::login handler.");
+    }
+    log.info("Initial authentication has finished.");
+    return *best;
+}
+
+}  // namespace
+
+// The whole lifecycle; returns normally after a graceful stop.
+void run_operator(const RunOptions& options, bool handle_signals) {
+    Registry& registry = options.registry ? *options.registry : Registry::default_registry();
+    OperatorSettings settings = options.settings ? *options.settings : OperatorSettings{};
+    NamespaceScope scope;
+    try {
+        scope = NamespaceScope::from_options(options.clusterwide, options.namespaces);
+    } catch (const std::invalid_argument& error) {
+        throw StartupError(error.what());
+    }
+    settings.peering.clusterwide = options.clusterwide;
+    settings.peering.standalone = settings.peering.standalone || options.standalone;
+    if (options.peering_name) settings.peering.name = *options.peering_name;
+    if (options.priority) settings.peering.priority = *options.priority;
+
+    asio::io_context io;
+    const std::size_t workers =
+        settings.execution.max_workers && *settings.execution.max_workers > 0
+            ? static_cast<std::size_t>(*settings.execution.max_workers)
+            : std::max(4u, std::thread::hardware_concurrency() + 4);
+    LoopExecutor executor(io, workers);
+    Memo memo;
+    auto log = logger("kopf.reactor.running");
+
+    std::atomic<bool> stopping{false};
+    std::optional<asio::signal_set> signals;
+    asio::steady_timer ultimate_timer(io);
+    auto request_stop = [&](const std::string& reason) {
+        if (stopping.exchange(true)) return;
+        log->info("{} Operator is stopping.", reason);
+        ultimate_timer.expires_after(
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                std::chrono::duration<double>(settings.process.ultimate_exiting_timeout)));
+        ultimate_timer.async_wait([&](const boost::system::error_code& ec) {
+            if (ec) return;
+            log->error(
+                "The operator did not stop within {}s (settings.process."
+                "ultimate_exiting_timeout). Exiting forcefully.",
+                settings.process.ultimate_exiting_timeout);
+            std::_Exit(1);
+        });
+    };
+    // Re-armed after each signal, so it must live as long as the loop runs.
+    std::function<void(const boost::system::error_code&, int)> on_signal;
+    if (handle_signals) {
+        signals.emplace(io, SIGINT, SIGTERM);
+        on_signal = [&](const boost::system::error_code& ec, int number) {
+            if (ec) return;
+            const char* name = number == SIGINT ? "SIGINT" : "SIGTERM";
+            if (stopping) {
+                log->warn("Signal {} is received again. Exiting immediately.", name);
+                std::_Exit(1);
+            }
+            request_stop(fmt::format("Signal {} is received.", name));
+            signals->async_wait(on_signal);
+        };
+        signals->async_wait(on_signal);
+    }
+    auto bridge = std::make_shared<StopBridge>();
+    bridge->request = [&] { asio::post(io, [&] { request_stop("Stop-flag is set."); }); };
+    struct BridgeCloser {
+        std::shared_ptr<StopBridge> bridge;
+        ~BridgeCloser() {
+            std::lock_guard lock(bridge->mutex);
+            bridge->request = nullptr;
+        }
+    } bridge_closer{bridge};
+    if (options.stop_flag) {
+        options.stop_flag->on_set([bridge] {
+            std::lock_guard lock(bridge->mutex);
+            if (bridge->request) bridge->request();
+        });
+    }
+
+    std::optional<LivenessServer> liveness;
+    if (options.liveness_endpoint) {
+        try {
+            liveness.emplace(io, *options.liveness_endpoint);
+        } catch (const std::exception& error) {
+            throw StartupError(error.what());
+        }
+    }
+
+    run_activity(io, executor, registry, "startup", settings, memo);
+    ConnectionInfo credentials = login(registry, options, settings, memo);
+
+    std::exception_ptr failure;
+    ResourceServing serving(io, executor, registry, settings, scope, std::move(credentials),
+                            [&registry, &options, &settings, &memo] {
+                                return try_login(registry, options, settings, memo);
+                            });
+    serving.start(
+        [&] {
+            log->debug("The operator is ready.");
+            if (options.ready_flag) options.ready_flag->set();
+        },
+        [&](std::exception_ptr error) {
+            failure = error;
+            stopping = true;
+        });
+    while (!stopping) {
+        io.restart();
+        io.run_one();
+    }
+    bool served_out = false;
+    serving.stop([&] { served_out = true; });
+    while (!served_out) {
+        io.restart();
+        io.run_one();
+    }
+    if (!failure) run_activity(io, executor, registry, "cleanup", settings, memo);
+    if (liveness) liveness->stop();
+    ultimate_timer.cancel();
+    if (signals) signals->cancel();
+    executor.cancel_timers();
+    // Let the stopped watchers and cancelled timers finish before anything is destroyed.
+    io.restart();
+    io.run_for(std::chrono::seconds(5));
+    if (failure) {
+        try {
+            std::rethrow_exception(failure);
+        } catch (const std::exception& error) {
+            throw StartupError(error.what());
+        }
+    }
+    log->info("Operator has stopped.");
+}
+
+}  // namespace kopf::runtime
+
+namespace kopf {
+
+void operator_(const RunOptions& options) {
+    runtime::run_operator(options, false);
+}
+
+int run(const RunOptions& options) {
+    try {
+        runtime::run_operator(options, true);
+        return 0;
+    } catch (const std::exception& error) {
+        runtime::logger("kopf.reactor.running")->critical("{}", error.what());
+        return 1;
+    }
+}
+
+}  // namespace kopf
+
+namespace kopf::runtime {
+
+std::size_t count_registered_handlers() {
+    const Registry& registry = Registry::default_registry();
+    return registry.changing.size() + registry.watching.size() + registry.activities.size();
+}
+
+}  // namespace kopf::runtime

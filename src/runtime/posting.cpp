@@ -1,0 +1,90 @@
+#include "runtime/posting.hpp"
+
+#include <cxxabi.h>
+
+#include <exception>
+#include <mutex>
+#include <typeinfo>
+
+namespace kopf::runtime {
+namespace {
+
+std::mutex identity_mutex;
+EventIdentity current_identity;
+bool posting_enabled = true;
+
+}  // namespace
+
+EventQueue& posting_queue() {
+    static EventQueue queue;
+    return queue;
+}
+
+void set_posting_identity(EventIdentity identity, bool enabled) {
+    std::lock_guard lock(identity_mutex);
+    current_identity = std::move(identity);
+    posting_enabled = enabled;
+}
+
+void post_event(const json& objects, const std::string& type, const std::string& reason,
+                const std::string& message) {
+    EventIdentity identity;
+    {
+        std::lock_guard lock(identity_mutex);
+        if (!posting_enabled) return;
+        identity = current_identity;
+    }
+    auto post_one = [&](const json& object) {
+        if (auto post = build_event(object, type, reason, message, identity)) {
+            posting_queue().push(std::move(*post));
+        }
+    };
+    if (objects.is_array()) {
+        for (const auto& object : objects) post_one(object);
+    } else {
+        post_one(objects);
+    }
+}
+
+}  // namespace kopf::runtime
+
+namespace kopf {
+
+void event(const json& objects, const std::string& type, const std::string& reason,
+           const std::string& message) {
+    runtime::post_event(objects, type, reason, message);
+}
+
+void info(const json& objects, const std::string& reason, const std::string& message) {
+    runtime::post_event(objects, "Normal", reason, message);
+}
+
+void warn(const json& objects, const std::string& reason, const std::string& message) {
+    runtime::post_event(objects, "Warning", reason, message);
+}
+
+void exception(const json& objects, const std::string& reason, const std::string& message) {
+    std::string exception_reason = reason;
+    std::string text = message;
+    if (auto current = std::current_exception()) {
+        try {
+            std::rethrow_exception(current);
+        } catch (const std::exception& error) {
+            if (exception_reason.empty()) {
+                int status = 0;
+                char* name = abi::__cxa_demangle(typeid(error).name(), nullptr, nullptr, &status);
+                exception_reason = status == 0 && name ? name : typeid(error).name();
+                std::free(name);
+                if (auto pos = exception_reason.rfind("::"); pos != std::string::npos) {
+                    exception_reason = exception_reason.substr(pos + 2);
+                }
+            }
+            text = text.empty() ? error.what() : text + " " + error.what();
+        } catch (...) {
+        }
+    }
+    runtime::post_event(objects, "Error", exception_reason.empty() ? "Exception" : exception_reason,
+                        text);
+}
+
+}  // namespace kopf

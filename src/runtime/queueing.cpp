@@ -1,0 +1,160 @@
+#include "runtime/queueing.hpp"
+
+#include <algorithm>
+
+namespace kopf::runtime {
+namespace {
+
+std::optional<std::string> resource_version_of(const json& event) {
+    const auto object = event.find("object");
+    if (object == event.end() || !object->is_object()) return std::nullopt;
+    const auto meta = object->find("metadata");
+    if (meta == object->end() || !meta->is_object()) return std::nullopt;
+    const auto version = meta->find("resourceVersion");
+    if (version == meta->end() || !version->is_string()) return std::nullopt;
+    return version->get<std::string>();
+}
+
+}  // namespace
+
+ObjectQueues::ObjectQueues(Executor& executor, QueueingOptions options, Processor processor)
+    : executor_(executor), options_(options), processor_(std::move(processor)) {}
+
+std::size_t ObjectQueues::busy_workers() const {
+    return static_cast<std::size_t>(
+        std::count_if(workers_.begin(), workers_.end(),
+                      [](const auto& w) { return w.second.state == State::busy; }));
+}
+
+bool ObjectQueues::has_slot() const {
+    return !options_.worker_limit || *options_.worker_limit <= 0 ||
+           running_ < static_cast<std::size_t>(*options_.worker_limit);
+}
+
+void ObjectQueues::push(const std::string& key, json event) {
+    if (stopping_) return;
+    auto [it, created] = workers_.try_emplace(key);
+    Worker& worker = it->second;
+    const auto version = resource_version_of(event);
+    worker.latest = std::move(event);
+    if (created) {
+        if (has_slot()) {
+            ++running_;
+            process(key);
+        } else {
+            waiting_.push_back(key);
+        }
+        return;
+    }
+    switch (worker.state) {
+        case State::idle:
+            process(key);
+            break;
+        case State::consistency:
+            // Our own patch has arrived: the object is consistent with what we wrote.
+            if (version && version == worker.expected_version) process(key);
+            break;
+        case State::busy:
+        case State::waiting_for_slot:
+            break;  // batched: the worker takes the latest event when it is free
+    }
+}
+
+void ObjectQueues::process(const std::string& key) {
+    Worker& worker = workers_.at(key);
+    worker.state = State::busy;
+    ++worker.generation;
+    worker.expected_version.reset();
+    json event = std::move(*worker.latest);
+    worker.latest.reset();
+    const unsigned long generation = worker.generation;
+    processor_(key, event, [this, key, generation](std::optional<std::string> version) {
+        executor_.post([this, key, generation, version] {
+            auto it = workers_.find(key);
+            if (it == workers_.end() || it->second.generation != generation) return;
+            on_done(key, version);
+        });
+    });
+}
+
+void ObjectQueues::on_done(const std::string& key, std::optional<std::string> version) {
+    Worker& worker = workers_.at(key);
+    if (stopping_) {
+        release(key);
+        check_finished();
+        return;
+    }
+    const bool latest_is_consistent =
+        worker.latest && version && resource_version_of(*worker.latest) == version;
+    if (version && !latest_is_consistent) {
+        worker.state = State::consistency;
+        worker.expected_version = version;
+        const unsigned long generation = ++worker.generation;
+        executor_.post_after(options_.consistency_timeout, [this, key, generation] {
+            auto it = workers_.find(key);
+            if (it == workers_.end() || it->second.generation != generation) return;
+            // The patched version never arrived: go on with what we have.
+            if (it->second.latest)
+                process(key);
+            else
+                go_idle(key);
+        });
+        return;
+    }
+    if (worker.latest)
+        process(key);
+    else
+        go_idle(key);
+}
+
+void ObjectQueues::go_idle(const std::string& key) {
+    Worker& worker = workers_.at(key);
+    worker.state = State::idle;
+    const unsigned long generation = ++worker.generation;
+    executor_.post_after(options_.idle_timeout, [this, key, generation] {
+        auto it = workers_.find(key);
+        if (it == workers_.end() || it->second.generation != generation) return;
+        release(key);
+    });
+}
+
+void ObjectQueues::release(const std::string& key) {
+    workers_.erase(key);
+    if (running_ > 0) --running_;
+    while (!stopping_ && !waiting_.empty() && has_slot()) {
+        const std::string next = waiting_.front();
+        waiting_.pop_front();
+        if (!workers_.count(next)) continue;
+        ++running_;
+        process(next);
+    }
+}
+
+void ObjectQueues::shutdown(std::function<void()> finished) {
+    stopping_ = true;
+    finished_ = std::move(finished);
+    waiting_.clear();
+    for (auto it = workers_.begin(); it != workers_.end();) {
+        if (it->second.state == State::busy) {
+            ++it;
+        } else {
+            if (it->second.state != State::waiting_for_slot && running_ > 0) --running_;
+            it = workers_.erase(it);
+        }
+    }
+    executor_.post_after(options_.exit_timeout, [this] {
+        workers_.clear();
+        running_ = 0;
+        check_finished();
+    });
+    check_finished();
+}
+
+void ObjectQueues::check_finished() {
+    if (!stopping_ || !finished_ || !workers_.empty()) return;
+    auto finished = std::move(finished_);
+    finished_ = nullptr;
+    finished();
+}
+
+}  // namespace kopf::runtime

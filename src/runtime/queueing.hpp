@@ -1,0 +1,76 @@
+// Per-object queueing (Kopf's "queueing"): one worker per object; the events that arrive
+// while the worker is busy are batched to the latest one; after our own patch the worker waits
+// for the watch stream to show the patched resourceVersion (consistency) before processing
+// again; idle workers exit after settings.queueing.idle_timeout; at most worker_limit objects
+// are processed at once; at shutdown, busy workers get exit_timeout to finish.
+//
+// Runs on one event loop through kopf::Executor: every method is called on the loop.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <kopf/json.hpp>
+#include <kopf/task.hpp>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace kopf::runtime {
+
+struct QueueingOptions {
+    double idle_timeout = 5.0;         // settings.queueing.idle_timeout
+    double exit_timeout = 2.0;         // settings.queueing.exit_timeout
+    std::optional<int> worker_limit;   // settings.queueing.worker_limit
+    double consistency_timeout = 5.0;  // settings.persistence.consistency_timeout
+};
+
+class ObjectQueues {
+  public:
+    // Called by the processor when an event is processed: with the resourceVersion of the
+    // object after our own patch (if we patched it), so that the next processing waits for it.
+    using Done = std::function<void(std::optional<std::string> patched_resource_version)>;
+    using Processor = std::function<void(const std::string& key, const json& event, Done done)>;
+
+    ObjectQueues(Executor& executor, QueueingOptions options, Processor processor);
+    ObjectQueues(const ObjectQueues&) = delete;
+    ObjectQueues& operator=(const ObjectQueues&) = delete;
+
+    // A watch event ({"type": ..., "object": {...}}) for the object identified by `key`.
+    void push(const std::string& key, json event);
+
+    // Stops accepting events; calls `finished` once every worker is done, or after exit_timeout
+    // (then the still-busy workers' results are ignored).
+    void shutdown(std::function<void()> finished);
+
+    std::size_t workers() const { return workers_.size(); }
+    std::size_t busy_workers() const;
+    bool stopping() const { return stopping_; }
+
+  private:
+    enum class State { waiting_for_slot, busy, consistency, idle };
+    struct Worker {
+        State state = State::waiting_for_slot;
+        std::optional<json> latest;  // the batched backlog: only the newest event matters
+        std::optional<std::string> expected_version;
+        unsigned long generation = 0;  // invalidates the timers of earlier states
+    };
+
+    bool has_slot() const;
+    void process(const std::string& key);
+    void on_done(const std::string& key, std::optional<std::string> version);
+    void go_idle(const std::string& key);
+    void release(const std::string& key);
+    void check_finished();
+
+    Executor& executor_;
+    QueueingOptions options_;
+    Processor processor_;
+    std::map<std::string, Worker> workers_;
+    std::deque<std::string> waiting_;  // keys waiting for a worker slot, in arrival order
+    std::size_t running_ = 0;          // workers holding a slot
+    bool stopping_ = false;
+    std::function<void()> finished_;
+};
+
+}  // namespace kopf::runtime

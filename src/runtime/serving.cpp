@@ -1,0 +1,670 @@
+#include "runtime/serving.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <coroutine>
+#include <map>
+#include <set>
+
+#include "clients/api.hpp"
+#include "core/reactor/processing.hpp"
+#include "runtime/events.hpp"
+#include "runtime/logging.hpp"
+#include "runtime/posting.hpp"
+#include "runtime/queueing.hpp"
+#include "structs/credentials.hpp"
+#include "structs/references.hpp"
+
+namespace asio = boost::asio;
+
+namespace kopf::runtime {
+namespace {
+
+kopf::Resource to_public(const structs::Resource& r) {
+    kopf::Resource out;
+    out.group = r.group;
+    out.version = r.version;
+    out.plural = r.plural;
+    out.kind = r.kind;
+    out.singular = r.singular;
+    out.shortcuts.assign(r.shortcuts.begin(), r.shortcuts.end());
+    out.categories.assign(r.categories.begin(), r.categories.end());
+    out.subresources.assign(r.subresources.begin(), r.subresources.end());
+    out.namespaced = r.namespaced;
+    out.verbs.assign(r.verbs.begin(), r.verbs.end());
+    out.preferred = r.preferred;
+    return out;
+}
+
+// Awaits an Asio awaitable from a kopf::Task (the handling core's coroutines): the awaitable
+// runs on the operator's loop and resumes the task there.
+template <class T>
+struct AsioAwaiter {
+    asio::io_context& io;
+    asio::awaitable<T> awaitable;
+    std::optional<T> result;
+    std::exception_ptr error;
+
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> handle) {
+        asio::co_spawn(io, std::move(awaitable), [this, handle](std::exception_ptr e, T value) {
+            error = e;
+            if (!e) result.emplace(std::move(value));
+            handle.resume();
+        });
+    }
+    T await_resume() {
+        if (error) std::rethrow_exception(error);
+        return std::move(*result);
+    }
+};
+
+template <class T>
+AsioAwaiter<T> on_loop(asio::io_context& io, asio::awaitable<T> awaitable) {
+    return AsioAwaiter<T>{io, std::move(awaitable), std::nullopt, nullptr};
+}
+
+std::string metadata_field(const json& body, const char* field) {
+    if (!body.is_object()) return "";
+    auto meta = body.find("metadata");
+    if (meta == body.end() || !meta->is_object()) return "";
+    auto value = meta->find(field);
+    return value != meta->end() && value->is_string() ? value->get<std::string>() : "";
+}
+
+class ObjectLogger final : public kopf::Logger {
+  public:
+    explicit ObjectLogger(ObjectRef ref) : ref_(std::move(ref)) {}
+    void log(LogLevel level, std::string_view message) override {
+        auto spd = spdlog::level::info;
+        switch (level) {
+            case LogLevel::DEBUG:
+                spd = spdlog::level::debug;
+                break;
+            case LogLevel::INFO:
+                spd = spdlog::level::info;
+                break;
+            case LogLevel::WARNING:
+                spd = spdlog::level::warn;
+                break;
+            case LogLevel::ERROR:
+                spd = spdlog::level::err;
+                break;
+            case LogLevel::CRITICAL:
+                spd = spdlog::level::critical;
+                break;
+        }
+        log_object(spd, ref_, message);
+    }
+
+  private:
+    ObjectRef ref_;
+};
+
+}  // namespace
+
+struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Impl>,
+                               reactor::PatchApplier {
+    Impl(asio::io_context& io, kopf::Executor& executor, const Registry& registry,
+         const OperatorSettings& settings, NamespaceScope scope, ConnectionInfo credentials,
+         std::function<std::optional<ConnectionInfo>()> login)
+        : io(io),
+          executor(executor),
+          registry(registry),
+          settings(settings),
+          scope(std::move(scope)),
+          vault(std::make_shared<structs::Vault>()),
+          api(io.get_executor(), vault, make_relogin(std::move(login)), client_settings(settings)),
+          env{registry, settings, actions::lifecycles::asap, [] { return actions::Clock::now(); },
+              [](const json& body) -> std::shared_ptr<Logger> {
+                  return std::make_shared<ObjectLogger>(ObjectRef::from_body(body));
+              }},
+          queues(executor,
+                 QueueingOptions{settings.queueing.idle_timeout, settings.queueing.exit_timeout,
+                                 settings.queueing.worker_limit,
+                                 settings.persistence.consistency_timeout},
+                 [this](const std::string& key, const json& event, ObjectQueues::Done done) {
+                     process(key, event, std::move(done));
+                 }) {
+        vault->put("initial", std::move(credentials));
+    }
+
+    static clients::ReloginFn make_relogin(std::function<std::optional<ConnectionInfo>()> login) {
+        return [login = std::move(login)]() {
+            std::map<std::string, ConnectionInfo> result;
+            if (auto info = login()) result.emplace("relogin", *info);
+            return result;
+        };
+    }
+
+    static clients::ClientSettings client_settings(const OperatorSettings& settings) {
+        clients::ClientSettings out;
+        out.request_timeout = clients::Seconds(settings.networking.request_timeout);
+        if (settings.networking.connect_timeout) {
+            out.connect_timeout = clients::Seconds(*settings.networking.connect_timeout);
+        }
+        out.error_backoffs = settings.networking.error_backoffs;
+        out.enforce_retry_after = settings.networking.enforce_retry_after;
+        return out;
+    }
+
+    clients::WatchSettings watch_settings() const {
+        clients::WatchSettings out;
+        if (settings.watching.server_timeout) {
+            out.server_timeout = clients::Seconds(*settings.watching.server_timeout);
+        }
+        if (settings.watching.client_timeout) {
+            out.client_timeout = clients::Seconds(*settings.watching.client_timeout);
+        }
+        out.reconnect_backoff = clients::Seconds(settings.watching.reconnect_backoff);
+        out.inactivity_timeout = clients::Seconds(settings.watching.inactivity_timeout);
+        return out;
+    }
+
+    // ---- resources -------------------------------------------------------------------------
+
+    // The served resources for the handlers' selectors; warns about unresolved ones.
+    std::map<std::string, structs::Resource> resolve(const std::vector<structs::Resource>& found) {
+        std::map<std::string, structs::Resource> served;
+        for (const auto& selector : registry.selectors()) {
+            std::vector<const structs::Resource*> matching;
+            std::set<std::string> groups;
+            for (const auto& resource : found) {
+                if (!selector.version && !resource.preferred) continue;
+                if (selector.everything && resource.plural == "events") continue;  // as in Kopf
+                if (resource.plural.find('/') != std::string::npos) continue;
+                if (!selector.check(to_public(resource))) continue;
+                matching.push_back(&resource);
+                groups.insert(resource.group);
+            }
+            const bool specific = !selector.everything && !selector.category;
+            if (specific && groups.size() > 1) {
+                if (groups.count("")) {
+                    // Core v1 wins over the same name in other groups, as in Kopf.
+                    std::erase_if(matching, [](const auto* r) { return !r->group.empty(); });
+                } else {
+                    std::vector<std::string> names;
+                    for (const auto* r : matching) names.push_back(r->to_string());
+                    throw std::runtime_error(fmt::format(
+                        "Ambiguous resource specification '{}': it matches {}. Specify the "
+                        "group, e.g. '{}.{}'.",
+                        selector.repr(), fmt::join(names, ", "), matching.front()->plural,
+                        matching.front()->group));
+                }
+            }
+            if (matching.empty()) {
+                if (!unresolved_warned.count(selector.repr())) {
+                    unresolved_warned.insert(selector.repr());
+                    logger("kopf.reactor.observation")
+                        ->warn(
+                            "Unresolved resources cannot be served (try creating their CRDs): "
+                            "{}",
+                            selector.repr());
+                }
+                continue;
+            }
+            for (const auto* r : matching) served.emplace(r->to_string(), *r);
+        }
+        return served;
+    }
+
+    asio::awaitable<void> rescan() {
+        auto found = co_await api.discover();
+        for (const auto& r : found) {
+            if (r.group == "apiextensions.k8s.io" && r.plural == "customresourcedefinitions" &&
+                r.preferred) {
+                crds = r;
+            }
+            if (r.group.empty() && r.plural == "namespaces") namespaces_resource = r;
+        }
+        auto now_served = resolve(found);
+        for (const auto& [name, resource] : now_served) {
+            if (!served.count(name)) {
+                logger("kopf.reactor.observation")->info("Serving resource {}.", name);
+            }
+        }
+        for (const auto& [name, resource] : served) {
+            if (!now_served.count(name)) {
+                logger("kopf.reactor.observation")
+                    ->info("Resource {} is gone (its CRD was deleted): no longer served.", name);
+            }
+        }
+        served = std::move(now_served);
+        update_watchers();
+    }
+
+    // ---- watchers --------------------------------------------------------------------------
+
+    std::set<std::pair<std::string, std::string>> wanted_watchers() const {
+        std::set<std::pair<std::string, std::string>> wanted;
+        for (const auto& [name, resource] : served) {
+            if (scope.clusterwide || !resource.namespaced) {
+                wanted.emplace(name, "");
+            } else {
+                for (const auto& ns : namespaces) wanted.emplace(name, ns);
+            }
+        }
+        return wanted;
+    }
+
+    void update_watchers() {
+        if (stopping) return;
+        const auto wanted = wanted_watchers();
+        for (auto it = watchers.begin(); it != watchers.end();) {
+            if (!wanted.count(it->first)) {
+                it->second->stop();
+                it = watchers.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        for (const auto& key : wanted) {
+            if (watchers.count(key)) continue;
+            auto stop = std::make_shared<clients::StopSignal>();
+            watchers.emplace(key, stop);
+            start_watcher(served.at(key.first), key.second, stop);
+        }
+    }
+
+    void start_watcher(const structs::Resource& resource, const std::string& namespace_,
+                       std::shared_ptr<clients::StopSignal> stop) {
+        auto self = shared_from_this();
+        const std::string where = namespace_.empty() ? "cluster-wide" : "in " + namespace_;
+        logger("kopf.reactor.queueing")->debug("Watching {} {}.", resource.to_string(), where);
+        asio::co_spawn(
+            io,
+            [self, resource, namespace_, stop]() -> asio::awaitable<void> {
+                // Named first: g++ 12 destroys argument temporaries of a co_await twice.
+                auto watching = self->api.watch_objs(
+                    resource, namespace_, self->watch_settings(), {},
+                    [self, resource](clients::WatchEvent&& event) {
+                        self->on_watch_event(resource, std::move(event));
+                    },
+                    stop.get());
+                co_await std::move(watching);
+            },
+            [resource, where](std::exception_ptr error) {
+                if (!error) return;
+                try {
+                    std::rethrow_exception(error);
+                } catch (const std::exception& e) {
+                    logger("kopf.reactor.queueing")
+                        ->error("Watching {} {} has failed: {}", resource.to_string(), where,
+                                e.what());
+                }
+            });
+    }
+
+    void on_watch_event(const structs::Resource& resource, clients::WatchEvent&& event) {
+        if (stopping) return;
+        const std::string uid = metadata_field(event.object, "uid");
+        const std::string key = resource.to_string() + "/" +
+                                (uid.empty() ? metadata_field(event.object, "namespace") + "/" +
+                                                   metadata_field(event.object, "name")
+                                             : uid);
+        object_resources.insert_or_assign(key, resource);
+        ++event_counts[key];
+        json raw = {{"type", event.type.empty() ? json() : json(event.type)},
+                    {"object", std::move(event.object)}};
+        queues.push(key, std::move(raw));
+    }
+
+    // Namespaces matching the scope's patterns, followed as they come and go.
+    void start_namespace_observer() {
+        auto self = shared_from_this();
+        auto stop = std::make_shared<clients::StopSignal>();
+        observers.push_back(stop);
+        asio::co_spawn(
+            io,
+            [self, stop]() -> asio::awaitable<void> {
+                auto watching = self->api.watch_objs(
+                    *self->namespaces_resource, "", self->watch_settings(), {},
+                    [self](clients::WatchEvent&& event) {
+                        const std::string name = metadata_field(event.object, "name");
+                        if (!self->scope.matches(name)) return;
+                        const bool gone = event.type == "DELETED";
+                        if (gone ? self->namespaces.erase(name) > 0
+                                 : self->namespaces.insert(name).second) {
+                            self->update_watchers();
+                        }
+                    },
+                    stop.get());
+                co_await std::move(watching);
+            },
+            [](std::exception_ptr error) {
+                if (!error) return;
+                try {
+                    std::rethrow_exception(error);
+                } catch (const std::exception& e) {
+                    logger("kopf.reactor.observation")
+                        ->error("Namespace observation failed: {}", e.what());
+                }
+            });
+    }
+
+    // CRDs created or deleted: rescan the API and start or stop the watchers.
+    void start_crd_observer() {
+        auto self = shared_from_this();
+        auto stop = std::make_shared<clients::StopSignal>();
+        observers.push_back(stop);
+        asio::co_spawn(
+            io,
+            [self, stop]() -> asio::awaitable<void> {
+                auto watching = self->api.watch_objs(
+                    *self->crds, "", self->watch_settings(), {},
+                    [self](clients::WatchEvent&& event) {
+                        if (event.seen_by_listing) return;
+                        self->schedule_rescan();
+                    },
+                    stop.get());
+                co_await std::move(watching);
+            },
+            [](std::exception_ptr error) {
+                if (!error) return;
+                try {
+                    std::rethrow_exception(error);
+                } catch (const std::exception& e) {
+                    logger("kopf.reactor.observation")
+                        ->error("CRD observation failed: {}", e.what());
+                }
+            });
+    }
+
+    void schedule_rescan() {
+        if (rescan_pending || stopping) return;
+        rescan_pending = true;
+        auto self = shared_from_this();
+        // A CRD becomes servable a moment after it is created: give discovery a breath.
+        executor.post_after(0.5, [self] {
+            self->rescan_pending = false;
+            asio::co_spawn(self->io, self->rescan(), [](std::exception_ptr error) {
+                if (!error) return;
+                try {
+                    std::rethrow_exception(error);
+                } catch (const std::exception& e) {
+                    logger("kopf.reactor.observation")
+                        ->error("Resource rescanning failed: {}", e.what());
+                }
+            });
+        });
+    }
+
+    // ---- processing ------------------------------------------------------------------------
+
+    void process(const std::string& key, const json& event, ObjectQueues::Done done) {
+        auto self = shared_from_this();
+        kopf::spawn<std::optional<std::string>>(
+            executor, process_task(key, event),
+            [self, key, done = std::move(done)](std::exception_ptr error,
+                                                std::optional<std::optional<std::string>> version) {
+                if (error) {
+                    try {
+                        std::rethrow_exception(error);
+                    } catch (const std::exception& e) {
+                        logger("kopf.reactor.processing")
+                            ->error("Processing of {} has failed: {}", key, e.what());
+                    }
+                }
+                done(version ? *version : std::nullopt);
+            });
+    }
+
+    Task<std::optional<std::string>> process_task(std::string key, json event) {
+        const structs::Resource resource = object_resources.at(key);
+        const kopf::Resource public_resource = to_public(resource);
+        auto& memories = resource_memories[resource.to_string()];
+        auto& memory = memories.recall(event, memo);
+        auto outcome =
+            co_await reactor::process_resource_event(env, public_resource, memory, event);
+        if (outcome.gone) {
+            memories.forget(event["object"]);
+            co_return std::nullopt;
+        }
+        auto applied =
+            co_await reactor::apply_outcome(*this, env, public_resource, memory, outcome);
+        if (applied.wakeup_after)
+            schedule_touch(key, resource, outcome.body, *applied.wakeup_after);
+        co_return applied.resource_version;
+    }
+
+    // Kopf's touch-dummy: after a delay with no new events, patch to provoke one.
+    void schedule_touch(const std::string& key, const structs::Resource& resource, const json& body,
+                        double delay) {
+        auto self = shared_from_this();
+        const auto count = event_counts[key];
+        executor.post_after(delay, [self, key, resource, body, count] {
+            if (self->stopping || self->event_counts[key] != count) return;
+            const json patch = reactor::touch_patch(self->settings, body, actions::Clock::now());
+            asio::co_spawn(
+                self->io,
+                self->api.patch(resource, metadata_field(body, "namespace"),
+                                metadata_field(body, "name"), clients::PatchType::Merge, patch),
+                [](std::exception_ptr error, json) {
+                    if (!error) return;
+                    try {
+                        std::rethrow_exception(error);
+                    } catch (const clients::NotFoundError&) {
+                    } catch (const std::exception& e) {
+                        logger("kopf.reactor.processing")->warn("Touching failed: {}", e.what());
+                    }
+                });
+        });
+    }
+
+    structs::Resource api_resource(const kopf::Resource& resource) const {
+        for (const auto& [name, r] : object_resources) {
+            if (r.group == resource.group && r.version == resource.version &&
+                r.plural == resource.plural) {
+                return r;
+            }
+        }
+        structs::Resource out;
+        out.group = resource.group;
+        out.version = resource.version;
+        out.plural = resource.plural;
+        out.kind = resource.kind;
+        out.namespaced = resource.namespaced;
+        return out;
+    }
+
+    Task<reactor::PatchResult> write(const kopf::Resource& resource, const json& body,
+                                     clients::PatchType type, const json& patch, bool status) {
+        reactor::PatchResult result;
+        try {
+            const structs::Resource target = api_resource(resource);
+            const std::string namespace_ = metadata_field(body, "namespace");
+            const std::string name = metadata_field(body, "name");
+            const std::string subresource = status ? "status" : "";
+            auto patching = api.patch(target, namespace_, name, type, patch, subresource);
+            auto awaiter = on_loop(io, std::move(patching));
+            result.body = co_await awaiter;
+            const std::string version = metadata_field(result.body, "resourceVersion");
+            if (!version.empty()) result.resource_version = version;
+        } catch (const clients::NotFoundError&) {
+            result.found = false;
+        } catch (const clients::UnprocessableEntityError&) {
+            if (type != clients::PatchType::Json) throw;
+            result.conflict = true;
+        } catch (const clients::ConflictError&) {
+            if (type != clients::PatchType::Json) throw;
+            result.conflict = true;
+        }
+        co_return result;
+    }
+
+    Task<reactor::PatchResult> merge_patch(const kopf::Resource& resource, const json& body,
+                                           const json& patch, bool status) override {
+        return write(resource, body, clients::PatchType::Merge, patch, status);
+    }
+    Task<reactor::PatchResult> json_patch(const kopf::Resource& resource, const json& body,
+                                          const json& ops, bool status) override {
+        return write(resource, body, clients::PatchType::Json, ops, status);
+    }
+
+    // ---- events ----------------------------------------------------------------------------
+
+    void drain_events() {
+        for (auto& post : posting_queue().take_all()) {
+            auto self = shared_from_this();
+            ++posts_in_flight;
+            asio::co_spawn(
+                io,
+                api.request(
+                    "POST",
+                    "/api/v1/namespaces/" + structs::url_encode(post.namespace_) + "/events",
+                    post.body),
+                [self](std::exception_ptr error, json) {
+                    --self->posts_in_flight;
+                    if (error) {
+                        try {
+                            std::rethrow_exception(error);
+                        } catch (const std::exception& e) {
+                            logger("kopf.objects")
+                                ->warn(
+                                    "Failed to post an event. Ignoring and continuing. Error: {}",
+                                    e.what());
+                        }
+                    }
+                    self->check_stopped();
+                });
+        }
+    }
+
+    // ---- lifecycle -------------------------------------------------------------------------
+
+    asio::awaitable<void> run_start(std::function<void()> on_ready) {
+        // Fail fast (no retries) when the API server is not there at all.
+        clients::ClientSettings probe_settings = client_settings(settings);
+        probe_settings.error_backoffs.clear();
+        // Kept for the operator's lifetime: its pooled connections may outlive this request.
+        probe = std::make_unique<clients::ApiClient>(io.get_executor(), vault, clients::ReloginFn{},
+                                                     probe_settings);
+        json version;
+        try {
+            version = co_await probe->read_version();
+        } catch (const std::exception& e) {
+            throw std::runtime_error(fmt::format(
+                "The API server is unreachable: {}. Check that it runs and that the kubeconfig "
+                "(or --context) points at it.",
+                e.what()));
+        }
+        co_await rescan();
+        if (!scope.clusterwide) {
+            if (scope.all_specific() || !namespaces_resource) {
+                for (const auto& ns : scope.specific_namespaces()) namespaces.insert(ns);
+                update_watchers();
+            } else {
+                start_namespace_observer();
+            }
+        }
+        if (!settings.scanning.disabled && crds) start_crd_observer();
+        posting_queue().set_wakeup([weak = weak_from_this()] {
+            if (auto self = weak.lock()) asio::post(self->io, [self] { self->drain_events(); });
+        });
+        set_posting_identity(
+            EventIdentity{settings.posting.reporting_component, settings.posting.reporting_instance,
+                          settings.posting.event_name_prefix, "default"},
+            settings.posting.enabled);
+        if (settings.posting.enabled && settings.posting.loggers) {
+            const auto minimal = settings.posting.level;
+            set_object_log_hook([minimal](spdlog::level::level_enum level, const ObjectRef& ref,
+                                          std::string_view message) {
+                const LogLevel kopf_level = level >= spdlog::level::critical ? LogLevel::CRITICAL
+                                            : level >= spdlog::level::err    ? LogLevel::ERROR
+                                            : level >= spdlog::level::warn   ? LogLevel::WARNING
+                                            : level >= spdlog::level::info   ? LogLevel::INFO
+                                                                             : LogLevel::DEBUG;
+                if (kopf_level < minimal) return;
+                const json object = {
+                    {"apiVersion", ref.api_version},
+                    {"kind", ref.kind},
+                    {"metadata",
+                     {{"name", ref.name}, {"namespace", ref.namespace_}, {"uid", ref.uid}}}};
+                post_event(object, event_type_for_level(kopf_level), "Logging",
+                           std::string(message));
+            });
+        }
+        drain_events();
+        on_ready();
+    }
+
+    void stop(std::function<void()> finished) {
+        stopping = true;
+        on_stopped = std::move(finished);
+        for (auto& [key, signal] : watchers) signal->stop();
+        for (auto& signal : observers) signal->stop();
+        watchers.clear();
+        observers.clear();
+        auto self = shared_from_this();
+        queues.shutdown([self] {
+            self->queues_finished = true;
+            self->drain_events();
+            self->check_stopped();
+        });
+    }
+
+    void check_stopped() {
+        if (!stopping || !queues_finished || posts_in_flight > 0 || !on_stopped) return;
+        posting_queue().set_wakeup(nullptr);
+        set_object_log_hook(nullptr);
+        auto finished = std::move(on_stopped);
+        on_stopped = nullptr;
+        finished();
+    }
+
+    asio::io_context& io;
+    kopf::Executor& executor;
+    const Registry& registry;
+    const OperatorSettings& settings;
+    NamespaceScope scope;
+    std::shared_ptr<structs::Vault> vault;
+    clients::ApiClient api;
+    std::unique_ptr<clients::ApiClient> probe;
+    reactor::ProcessingEnv env;
+    ObjectQueues queues;
+    Memo memo;
+
+    std::optional<structs::Resource> crds;
+    std::optional<structs::Resource> namespaces_resource;
+    std::map<std::string, structs::Resource> served;
+    std::set<std::string> namespaces;
+    std::set<std::string> unresolved_warned;
+    std::map<std::pair<std::string, std::string>, std::shared_ptr<clients::StopSignal>> watchers;
+    std::vector<std::shared_ptr<clients::StopSignal>> observers;
+    std::map<std::string, structs::Resource> object_resources;
+    std::map<std::string, unsigned long> event_counts;
+    std::map<std::string, reactor::ResourceMemories> resource_memories;
+    bool rescan_pending = false;
+    bool stopping = false;
+    bool queues_finished = false;
+    int posts_in_flight = 0;
+    std::function<void()> on_stopped;
+};
+
+ResourceServing::ResourceServing(asio::io_context& io, kopf::Executor& executor,
+                                 const Registry& registry, const OperatorSettings& settings,
+                                 NamespaceScope scope, ConnectionInfo credentials,
+                                 std::function<std::optional<ConnectionInfo>()> login)
+    : impl_(std::make_shared<Impl>(io, executor, registry, settings, std::move(scope),
+                                   std::move(credentials), std::move(login))) {}
+
+ResourceServing::~ResourceServing() = default;
+
+void ResourceServing::start(std::function<void()> on_ready,
+                            std::function<void(std::exception_ptr)> on_failure) {
+    asio::co_spawn(impl_->io, impl_->run_start(std::move(on_ready)),
+                   [on_failure = std::move(on_failure)](std::exception_ptr error) {
+                       if (error) on_failure(error);
+                   });
+}
+
+void ResourceServing::stop(std::function<void()> finished) {
+    impl_->stop(std::move(finished));
+}
+
+}  // namespace kopf::runtime

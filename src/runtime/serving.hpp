@@ -1,0 +1,48 @@
+// Serving the resources (operator.cpp starts it once the operator has logged in): discovery,
+// resolving the handlers' selectors to served resources, one watcher per resource and
+// namespace, the namespaces matched by the scope's patterns (followed as they come and go),
+// the CRDs (rescanned as they come and go), the per-object queues calling the handling core,
+// the patches written back with the API client, touch-dummy wake-ups, and Events posting.
+#pragma once
+
+#include <exception>
+#include <functional>
+#include <kopf/connection.hpp>
+#include <kopf/registry.hpp>
+#include <kopf/settings.hpp>
+#include <kopf/task.hpp>
+#include <memory>
+
+#include "runtime/namespaces.hpp"
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace kopf::runtime {
+
+class ResourceServing {
+  public:
+    // `login` produces fresh credentials when the API rejects the current ones (401).
+    ResourceServing(boost::asio::io_context& io, kopf::Executor& executor, const Registry& registry,
+                    const OperatorSettings& settings, NamespaceScope scope,
+                    ConnectionInfo credentials,
+                    std::function<std::optional<ConnectionInfo>()> login);
+    ~ResourceServing();
+    ResourceServing(const ResourceServing&) = delete;
+    ResourceServing& operator=(const ResourceServing&) = delete;
+
+    // Starts serving on the loop. `on_ready` runs once the resources are resolved and watched;
+    // `on_failure` if the API server cannot be reached or the selectors cannot be resolved.
+    void start(std::function<void()> on_ready, std::function<void(std::exception_ptr)> on_failure);
+
+    // Stops the watchers, lets the busy object workers finish (settings.queueing.exit_timeout),
+    // posts the pending Events, then calls `finished`.
+    void stop(std::function<void()> finished);
+
+  private:
+    struct Impl;
+    std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace kopf::runtime

@@ -1,0 +1,180 @@
+#include "e2e/support/e2e.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "kopf/apiserver/server.hpp"
+
+namespace fs = std::filesystem;
+
+namespace kopf::e2e {
+namespace {
+
+std::string read_all(const fs::path& path) {
+    std::ifstream in(path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+int exit_code_of(int status) {
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return -1;
+}
+
+pid_t spawn(const std::vector<std::string>& argv,
+            const std::vector<std::pair<std::string, std::string>>& env, const fs::path& output) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+        const int fd = open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+            close(fd);
+        }
+        // Our own process group, and default signal dispositions for the child.
+        setpgid(0, 0);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
+        std::vector<char*> args;
+        for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+        args.push_back(nullptr);
+        execvp(args[0], args.data());
+        _exit(127);
+    }
+    return pid;
+}
+
+}  // namespace
+
+fs::path source_dir() {
+    return KOPF_SOURCE_DIR;
+}
+fs::path kopf_binary() {
+    return fs::path(KOPF_BINARY_DIR) / "bin" / "kopf";
+}
+
+bool have_program(const std::string& name) {
+    return run({"sh", "-c", "command -v " + name}).exit_code == 0;
+}
+
+CommandResult run(const std::vector<std::string>& argv,
+                  const std::vector<std::pair<std::string, std::string>>& env) {
+    char name[] = "/tmp/kopf-e2e-out-XXXXXX";
+    const int fd = mkstemp(name);
+    if (fd >= 0) close(fd);
+    CommandResult result;
+    const pid_t pid = spawn(argv, env, name);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    result.exit_code = exit_code_of(status);
+    result.output = read_all(name);
+    fs::remove(name);
+    return result;
+}
+
+Cluster::Cluster() {
+    char name[] = "/tmp/kopf-e2e-XXXXXX";
+    workdir_ = mkdtemp(name);
+    kubeconfig_ = workdir_ / "kubeconfig.yaml";
+    kopf::apiserver::ServerOptions options;
+    options.kubeconfig_out = kubeconfig_;
+    server_ = std::make_unique<kopf::apiserver::Server>(options);
+    server_->start();
+}
+
+Cluster::~Cluster() {
+    server_->stop();
+    std::error_code ec;
+    fs::remove_all(workdir_, ec);
+}
+
+CommandResult Cluster::kubectl(const std::vector<std::string>& args) const {
+    std::vector<std::string> argv = {"kubectl", "--kubeconfig", kubeconfig_.string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv);
+}
+
+nlohmann::json Cluster::get_json(const std::vector<std::string>& args) const {
+    std::vector<std::string> argv = {"get"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"-o", "json"});
+    auto result = kubectl(argv);
+    if (result.exit_code != 0) return nullptr;
+    return nlohmann::json::parse(result.output, nullptr, false);
+}
+
+OperatorProcess::OperatorProcess(const Cluster& cluster, const std::vector<std::string>& args) {
+    log_path_ = cluster.workdir() / ("operator-" + std::to_string(getpid()) + ".log");
+    std::vector<std::string> argv = {kopf_binary().string(), "run"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pid_ = spawn(argv,
+                 {{"KUBECONFIG", cluster.kubeconfig().string()},
+                  {"KOPF_CACHE_DIR", (fs::temp_directory_path() / "kopf-e2e-cache").string()}},
+                 log_path_);
+}
+
+OperatorProcess::~OperatorProcess() {
+    if (pid_ > 0 && exit_code_ < 0) {
+        kill(pid_, SIGKILL);
+        int status = 0;
+        waitpid(pid_, &status, 0);
+    }
+}
+
+std::string OperatorProcess::log() const {
+    return read_all(log_path_);
+}
+
+int OperatorProcess::count_in_log(const std::string& text) const {
+    const std::string all = log();
+    int count = 0;
+    for (auto pos = all.find(text); pos != std::string::npos; pos = all.find(text, pos + 1))
+        ++count;
+    return count;
+}
+
+bool OperatorProcess::wait_for_log(const std::string& text, std::chrono::seconds timeout) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (log().find(text) != std::string::npos) return true;
+        siginfo_t info{};
+        if (exit_code_ < 0 && waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            info.si_pid == pid_) {
+            return log().find(text) != std::string::npos;  // exited: nothing more will come
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+}
+
+int OperatorProcess::wait_exit(std::chrono::seconds timeout) {
+    if (exit_code_ >= 0) return exit_code_;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        int status = 0;
+        if (waitpid(pid_, &status, WNOHANG) == pid_) {
+            exit_code_ = exit_code_of(status);
+            return exit_code_;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return -1;
+}
+
+int OperatorProcess::stop(int signal_number, std::chrono::seconds timeout) {
+    if (exit_code_ >= 0) return exit_code_;
+    kill(pid_, signal_number);
+    return wait_exit(timeout);
+}
+
+}  // namespace kopf::e2e

@@ -1,0 +1,71 @@
+// End-to-end helpers in the style of Kopf's own e2e tests: an embedded API server, kubectl
+// against it, and `kopf run` as a child process whose log is searched for expected lines.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace kopf::apiserver {
+class Server;
+}
+
+namespace kopf::e2e {
+
+struct CommandResult {
+    int exit_code = -1;
+    std::string output;  // stdout and stderr together
+};
+
+// Runs a command (argv, no shell) with extra environment variables; waits for it.
+CommandResult run(const std::vector<std::string>& argv,
+                  const std::vector<std::pair<std::string, std::string>>& env = {});
+
+bool have_program(const std::string& name);
+
+// A fresh embedded API server with a kubeconfig file, and kubectl bound to it.
+class Cluster {
+  public:
+    Cluster();
+    ~Cluster();
+    const std::filesystem::path& kubeconfig() const { return kubeconfig_; }
+    const std::filesystem::path& workdir() const { return workdir_; }
+    CommandResult kubectl(const std::vector<std::string>& args) const;
+    // `kubectl get ... -o json`, parsed; null when it fails (e.g. NotFound).
+    nlohmann::json get_json(const std::vector<std::string>& args) const;
+
+  private:
+    std::filesystem::path workdir_;
+    std::filesystem::path kubeconfig_;
+    std::unique_ptr<kopf::apiserver::Server> server_;
+};
+
+// `kopf run ARGS...` against a cluster, logging into a file.
+class OperatorProcess {
+  public:
+    OperatorProcess(const Cluster& cluster, const std::vector<std::string>& args);
+    ~OperatorProcess();  // kills it if still running
+
+    // Waits until the log contains `text` (true) or the timeout passes (false).
+    bool wait_for_log(const std::string& text,
+                      std::chrono::seconds timeout = std::chrono::seconds(180)) const;
+    std::string log() const;
+    int count_in_log(const std::string& text) const;
+    // Sends the signal and waits for the exit code (-1 if it did not exit within the timeout).
+    int stop(int signal, std::chrono::seconds timeout = std::chrono::seconds(60));
+    // Waits for an exit without sending anything.
+    int wait_exit(std::chrono::seconds timeout = std::chrono::seconds(180));
+
+  private:
+    std::filesystem::path log_path_;
+    int pid_ = -1;
+    int exit_code_ = -1;
+};
+
+std::filesystem::path kopf_binary();
+std::filesystem::path source_dir();
+
+}  // namespace kopf::e2e

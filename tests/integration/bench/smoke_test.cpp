@@ -1,0 +1,101 @@
+// The benchmark suite still works: `bench/run.sh --smoke` (N=200, one run) completes against
+// this build tree and prints every figure. Values are never asserted — they depend on the
+// machine; the figures live in bench/README.md.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct SuiteRun {
+    int exit_code = -1;
+    std::string output;  // stdout and stderr
+};
+
+SuiteRun run_suite(const std::string& arguments) {
+    const std::string command = std::string("bash ") + KOPF_SOURCE_DIR + "/bench/run.sh " +
+                                arguments + " --no-build --build-dir " + KOPF_BINARY_DIR + " 2>&1";
+    SuiteRun run;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (!pipe) return run;
+    std::array<char, 4096> buffer{};
+    std::size_t got = 0;
+    while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+        run.output.append(buffer.data(), got);
+    const int status = ::pclose(pipe);
+    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return run;
+}
+
+std::vector<std::string> missing_tools() {
+    std::vector<std::string> missing;
+    for (const char* tool :
+         {"bin/kopf", "bench/operator_load", "bench/apiserver_load", "bench/micro_bench"}) {
+        if (!std::filesystem::exists(std::filesystem::path(KOPF_BINARY_DIR) / tool))
+            missing.push_back(tool);
+    }
+    return missing;
+}
+
+TEST(BenchSmoke, SmokeRunCompletesAndPrintsEveryFigure) {
+    if (auto missing = missing_tools(); !missing.empty()) {
+        GTEST_SKIP() << "this build tree lacks " << missing.front()
+                     << " (configure with -DKOPF_BUILD_BENCH=ON and build the bench tools)";
+    }
+    const SuiteRun run = run_suite("--smoke");
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    for (const char* figure : {
+             "figure: apiserver merge-patch rate (200 objects",
+             "figure: apiserver watch delivery (10 watchers)",
+             "figure: apiserver list of 200 objects",
+             "figure: apiserver RSS growth while listing 200 objects",
+             "figure: apiserver list response size (200 objects)",
+             "figure: apiserver peak RSS (200 objects stored and listed)",
+             "figure: idle RSS, 0 objects",
+             "figure: create 200: wall time until every result is in status",
+             "figure: create 200: end-to-end throughput",
+             "figure: create 200: API server acceptance rate",
+             "figure: create 200: operator CPU (user+sys)",
+             "figure: create 200: operator CPU per object",
+             "figure: create 200: operator API writes per object",
+             "figure: create 200: operator peak RSS",
+             "figure: idle RSS, 200 objects",
+             "figure: idle RSS per watched object",
+             "figure: steady 200 objects, 20 updates/s: update-to-handler latency p50",
+             "figure: steady 200 objects, 20 updates/s: update-to-handler latency p99",
+             "figure: resume 200: last resume handler after the operator's start",
+             "figure: resume 200: operator idle after its start",
+             "figure: limit: create + ",
+             "figure: micro BM_WatchLineSplitAndParse",
+             "figure: micro BM_CauseDetectionUnchanged",
+             "figure: micro BM_CauseDetectionUpdated",
+             "figure: micro BM_DiffOfEssences",
+             "figure: micro BM_ProgressRecordEncode",
+             "figure: micro BM_ProgressRecordDecode",
+             "figure: micro BM_PatchBuildEndOfCycle",
+             "figure: micro BM_PatchBuildJsonPatch",
+         }) {
+        EXPECT_NE(run.output.find(figure), std::string::npos) << "missing line: " << figure;
+    }
+}
+
+TEST(BenchSmoke, UnknownOptionIsRejectedWithItsName) {
+    const SuiteRun run = run_suite("--smoke --bogus-option");
+    EXPECT_NE(run.exit_code, 0);
+    EXPECT_NE(run.output.find("unknown option '--bogus-option'"), std::string::npos) << run.output;
+}
+
+TEST(BenchSmoke, UnknownGroupIsRejectedWithTheValidNames) {
+    const SuiteRun run = run_suite("--smoke --only everything");
+    EXPECT_NE(run.exit_code, 0);
+    EXPECT_NE(run.output.find("unknown group 'everything'"), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find("apiserver limit create steady resume idle micro"),
+              std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,191 @@
+// API operations against the embedded API server over HTTPS, and their typed errors.
+#include <gtest/gtest.h>
+
+#include "support/fixture.hpp"
+
+namespace kopf::testing {
+namespace {
+
+using namespace clients;
+
+class Operations : public ClientTest {};
+
+TEST_F(Operations, CreateThenGetReturnsTheObject) {
+    auto api = make_client(admin());
+    auto created = run(api->create(configmaps(), "default", configmap("cm-create", {{"a", "1"}})));
+    EXPECT_EQ(created["metadata"]["name"], "cm-create");
+    auto fetched = run(api->get(configmaps(), "default", "cm-create"));
+    EXPECT_EQ(fetched["data"]["a"], "1");
+    EXPECT_FALSE(fetched["metadata"]["uid"].get<std::string>().empty());
+}
+
+TEST_F(Operations, GetOfMissingObjectRaisesNotFoundWithTheStatus) {
+    auto api = make_client(admin());
+    try {
+        run(api->get(configmaps(), "default", "nope"));
+        FAIL() << "no error";
+    } catch (const NotFoundError& e) {
+        EXPECT_EQ(e.code(), 404);
+        EXPECT_EQ(e.reason(), "NotFound");
+        EXPECT_FALSE(e.message().empty());
+    }
+}
+
+TEST_F(Operations, CreatingTwiceRaisesAlreadyExists) {
+    auto api = make_client(admin());
+    run(api->create(configmaps(), "default", configmap("cm-twice")));
+    EXPECT_THROW(run(api->create(configmaps(), "default", configmap("cm-twice"))),
+                 AlreadyExistsError);
+}
+
+TEST_F(Operations, UpdateWithStaleResourceVersionRaisesConflict) {
+    auto api = make_client(admin());
+    auto created = run(api->create(configmaps(), "default", configmap("cm-conflict")));
+    auto first = created;
+    first["data"] = {{"x", "1"}};
+    run(api->update(configmaps(), "default", "cm-conflict", first));
+    auto stale = created;
+    stale["data"] = {{"x", "2"}};
+    EXPECT_THROW(run(api->update(configmaps(), "default", "cm-conflict", stale)), ConflictError);
+}
+
+TEST_F(Operations, MergePatchChangesFields) {
+    auto api = make_client(admin());
+    run(api->create(configmaps(), "default", configmap("cm-merge", {{"a", "1"}, {"b", "2"}})));
+    auto patched = run(api->patch(configmaps(), "default", "cm-merge", PatchType::Merge,
+                                  {{"data", {{"a", nullptr}, {"c", "3"}}}}));
+    EXPECT_EQ(patched["data"], (json{{"b", "2"}, {"c", "3"}}));
+}
+
+TEST_F(Operations, JsonPatchWithFailingTestRaisesUnprocessable) {
+    auto api = make_client(admin());
+    run(api->create(configmaps(), "default", configmap("cm-json", {{"a", "1"}})));
+    auto ok =
+        run(api->patch(configmaps(), "default", "cm-json", PatchType::Json,
+                       json::array({{{"op", "replace"}, {"path", "/data/a"}, {"value", "2"}}})));
+    EXPECT_EQ(ok["data"]["a"], "2");
+    json failing = json::array({{{"op", "test"}, {"path", "/data/a"}, {"value", "999"}},
+                                {{"op", "remove"}, {"path", "/data/a"}}});
+    EXPECT_THROW(run(api->patch(configmaps(), "default", "cm-json", PatchType::Json, failing)),
+                 UnprocessableEntityError);
+}
+
+TEST_F(Operations, StrategicMergeAndApplyPatchesWork) {
+    auto api = make_client(admin());
+    run(api->create(configmaps(), "default", configmap("cm-smp", {{"a", "1"}})));
+    auto smp = run(api->patch(configmaps(), "default", "cm-smp", PatchType::StrategicMerge,
+                              {{"metadata", {{"labels", {{"l", "v"}}}}}}));
+    EXPECT_EQ(smp["metadata"]["labels"]["l"], "v");
+    auto applied = run(api->patch(configmaps(), "default", "cm-applied", PatchType::Apply,
+                                  configmap("cm-applied", {{"k", "v"}}), "", /*force=*/true));
+    EXPECT_EQ(applied["data"]["k"], "v");
+}
+
+TEST_F(Operations, DeleteWithPropagationPolicyRemovesTheObject) {
+    auto api = make_client(admin());
+    run(api->create(configmaps(), "default", configmap("cm-delete")));
+    run(api->remove(configmaps(), "default", "cm-delete", {.propagation_policy = "Foreground"}));
+    EXPECT_THROW(run(api->get(configmaps(), "default", "cm-delete")), NotFoundError);
+    EXPECT_THROW(run(api->remove(configmaps(), "default", "cm-delete")), NotFoundError);
+}
+
+TEST_F(Operations, ListIsReadPageByPage) {
+    auto api = make_client(admin());
+    for (int i = 0; i < 7; ++i) {
+        run(api->create(configmaps(), "default", configmap("cm-page-" + std::to_string(i))));
+    }
+    std::vector<std::size_t> pages;
+    std::size_t total = 0;
+    auto version =
+        run(api->list_pages(configmaps(), "default", {}, 3, [&](std::vector<json>&& items) {
+            pages.push_back(items.size());
+            total += items.size();
+        }));
+    EXPECT_FALSE(version.empty());
+    EXPECT_GE(pages.size(), 3u);
+    for (auto size : pages) EXPECT_LE(size, 3u);
+    EXPECT_GE(total, 7u);
+    auto whole = run(api->list(configmaps(), "default"));
+    EXPECT_EQ(whole["items"].size(), total);
+}
+
+TEST_F(Operations, LabelSelectorFiltersTheList) {
+    auto api = make_client(admin());
+    auto labelled = configmap("cm-labelled");
+    labelled["metadata"]["labels"] = {{"app", "kopf"}};
+    run(api->create(configmaps(), "default", labelled));
+    run(api->create(configmaps(), "default", configmap("cm-unlabelled")));
+    auto list = run(api->list(configmaps(), "default", {.label_selector = "app=kopf"}));
+    ASSERT_EQ(list["items"].size(), 1u);
+    EXPECT_EQ(list["items"][0]["metadata"]["name"], "cm-labelled");
+}
+
+TEST_F(Operations, PostedEventRefersToTheObject) {
+    auto api = make_client(admin());
+    auto object = run(api->create(configmaps(), "default", configmap("cm-event")));
+    auto event = run(api->post_event(object, "Normal", "Logging", std::string(2000, 'x')));
+    EXPECT_EQ(event["involvedObject"]["name"], "cm-event");
+    EXPECT_EQ(event["involvedObject"]["uid"], object["metadata"]["uid"]);
+    EXPECT_EQ(event["reason"], "Logging");
+    EXPECT_EQ(event["message"].get<std::string>().size(), 1024u);
+    EXPECT_EQ(event["source"]["component"], "kopf");
+}
+
+TEST_F(Operations, DiscoveryFindsBuiltinsAndSelectorsResolveThem) {
+    auto api = make_client(admin());
+    auto resources = run(api->discover());
+    auto pods = structs::Selector("pods").select_one(resources);
+    ASSERT_TRUE(pods.has_value());
+    EXPECT_EQ(pods->kind, "Pod");
+    EXPECT_TRUE(pods->namespaced);
+    EXPECT_TRUE(pods->subresources.count("status"));
+    auto namespaces = structs::namespaces_selector().select_one(resources);
+    ASSERT_TRUE(namespaces.has_value());
+    EXPECT_FALSE(namespaces->namespaced);
+    EXPECT_TRUE(structs::crds_selector().select_one(resources).has_value());
+}
+
+TEST_F(Operations, StatusSubresourceIsWrittenSeparately) {
+    auto api = make_client(admin());
+    auto resources = run(api->discover());
+    auto crds = *structs::crds_selector().select_one(resources);
+    json crd = json::parse(R"({
+      "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+      "metadata": {"name": "kopfexamples.kopf.dev"},
+      "spec": {"group": "kopf.dev", "scope": "Namespaced",
+        "names": {"plural": "kopfexamples", "singular": "kopfexample", "kind": "KopfExample",
+                  "shortNames": ["kex"]},
+        "versions": [{"name": "v1", "served": true, "storage": true,
+          "subresources": {"status": {}},
+          "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}})");
+    run(api->create(crds, "", crd));
+    std::optional<structs::Resource> kex;
+    for (int i = 0; i < 50 && !kex; ++i) {
+        kex = structs::Selector("kex").select_one(run(api->discover()));
+        if (!kex) run(api->sleep(Seconds(0.1)));
+    }
+    ASSERT_TRUE(kex.has_value());
+    run(api->create(*kex, "default",
+                    {{"apiVersion", "kopf.dev/v1"},
+                     {"kind", "KopfExample"},
+                     {"metadata", {{"name", "kex1"}}},
+                     {"spec", {{"field", "value"}}}}));
+    run(api->patch(*kex, "default", "kex1", PatchType::Merge, {{"status", {{"ok", true}}}},
+                   "status"));
+    auto fetched = run(api->get(*kex, "default", "kex1"));
+    EXPECT_EQ(fetched["status"]["ok"], true);
+    // A status write through the main endpoint is ignored when the status subresource exists.
+    run(api->patch(*kex, "default", "kex1", PatchType::Merge, {{"status", {{"ok", false}}}}));
+    EXPECT_EQ(run(api->get(*kex, "default", "kex1"))["status"]["ok"], true);
+}
+
+TEST_F(Operations, VersionIsRead) {
+    auto api = make_client(admin());
+    auto version = run(api->read_version());
+    EXPECT_TRUE(version.contains("gitVersion"));
+}
+
+}  // namespace
+}  // namespace kopf::testing

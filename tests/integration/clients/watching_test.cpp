@@ -1,0 +1,270 @@
+// Watching survives everything a long-lived operator meets: drops, 410s, stalls, 401s.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <boost/asio/detached.hpp>
+
+#include "support/fixture.hpp"
+#include "support/raw_server.hpp"
+
+namespace kopf::testing {
+namespace {
+
+using namespace clients;
+
+// A watch running on the test's loop, recording what it saw.
+struct Recorder {
+    std::vector<WatchEvent> events;
+    int listings = 0;
+    bool finished = false;
+    std::exception_ptr failure;
+    StopSignal stop;
+
+    bool saw(const std::string& type, const std::string& name, bool listed = false) const {
+        for (const auto& e : events) {
+            if (e.type == type && e.seen_by_listing == listed &&
+                e.object["metadata"].value("name", "") == name) {
+                return true;
+            }
+        }
+        return false;
+    }
+    int count(const std::string& name) const {
+        int n = 0;
+        for (const auto& e : events) n += e.object["metadata"].value("name", "") == name;
+        return n;
+    }
+};
+
+class Watching : public ClientTest {
+  protected:
+    void start_watch(ApiClient& api, Recorder& recorder, const std::string& ns = "default",
+                     WatchSettings settings = {}) {
+        asio::co_spawn(
+            io,
+            api.watch_objs(
+                configmaps(), ns, settings, {},
+                [&recorder](WatchEvent&& event) { recorder.events.push_back(std::move(event)); },
+                &recorder.stop, [&recorder] { ++recorder.listings; }),
+            [&recorder](std::exception_ptr failure) {
+                recorder.failure = failure;
+                recorder.finished = true;
+            });
+    }
+    // Prove the watch stream is open: an object created now arrives as ADDED.
+    void warm_up(ApiClient& api, const std::vector<Recorder*>& recorders, const std::string& name) {
+        run(api.create(configmaps(), "default", configmap(name)));
+        ASSERT_TRUE(drive([&] {
+            for (auto* recorder : recorders) {
+                if (!recorder->saw("ADDED", name)) return false;
+            }
+            return true;
+        }));
+    }
+    void finish(Recorder& recorder) {
+        recorder.stop.stop();
+        EXPECT_TRUE(drive([&] { return recorder.finished; }));
+        EXPECT_FALSE(recorder.failure);
+    }
+};
+
+TEST_F(Watching, ListedObjectsAreFlaggedThenEventsFollow) {
+    auto api = make_client(admin());
+    run(api->create(configmaps(), "default", configmap("cm-pre")));
+    Recorder recorder;
+    start_watch(*api, recorder);
+    ASSERT_TRUE(drive([&] { return recorder.listings == 1; }));
+    EXPECT_TRUE(recorder.saw("", "cm-pre", /*listed=*/true));
+
+    run(api->create(configmaps(), "default", configmap("cm-new")));
+    run(api->patch(configmaps(), "default", "cm-new", PatchType::Merge, {{"data", {{"k", "v"}}}}));
+    run(api->remove(configmaps(), "default", "cm-new"));
+    EXPECT_TRUE(drive([&] { return recorder.saw("DELETED", "cm-new"); }));
+    EXPECT_TRUE(recorder.saw("ADDED", "cm-new"));
+    EXPECT_TRUE(recorder.saw("MODIFIED", "cm-new"));
+    finish(recorder);
+}
+
+TEST_F(Watching, StopEndsTheWatch) {
+    auto api = make_client(admin());
+    Recorder recorder;
+    start_watch(*api, recorder);
+    ASSERT_TRUE(drive([&] { return recorder.listings == 1; }));
+    finish(recorder);
+}
+
+TEST_F(Watching, DroppedStreamResumesWithoutRelisting) {
+    auto api = make_client(admin());
+    Recorder recorder;
+    start_watch(*api, recorder);
+    ASSERT_TRUE(drive([&] { return recorder.listings == 1; }));
+    warm_up(*api, {&recorder}, "cm-warm-up");
+    server->drop_watches();
+    run(api->create(configmaps(), "default", configmap("cm-after-drop")));
+    EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "cm-after-drop"); }));
+    EXPECT_EQ(recorder.listings, 1);
+    EXPECT_EQ(recorder.count("cm-after-drop"), 1);
+    finish(recorder);
+}
+
+TEST_F(Watching, GoneOnResumeRelists) {
+    auto api = make_client(admin());
+    Recorder recorder;
+    start_watch(*api, recorder);
+    ASSERT_TRUE(drive([&] { return recorder.listings == 1; }));
+    warm_up(*api, {&recorder}, "cm-warm-up");
+    server->stall_watches(true);
+    run(api->create(configmaps(), "default", configmap("cm-missed")));
+    server->compact_history();  // the watch's resourceVersion is now too old
+    server->drop_watches();
+    server->stall_watches(false);
+    EXPECT_TRUE(drive([&] { return recorder.listings == 2; }));
+    EXPECT_TRUE(recorder.saw("", "cm-missed", /*listed=*/true));
+    finish(recorder);
+}
+
+TEST_F(Watching, StalledStreamIsReplacedAfterTheInactivityTimeout) {
+    auto api = make_client(admin());
+    Recorder recorder;
+    WatchSettings settings;
+    settings.inactivity_timeout = Seconds(1.5);
+    start_watch(*api, recorder, "default", settings);
+    ASSERT_TRUE(drive([&] { return recorder.listings == 1; }));
+    warm_up(*api, {&recorder}, "cm-warm-up");
+    server->stall_watches(true);  // the open stream goes silent: no events, no bookmarks
+    run(api->create(configmaps(), "default", configmap("cm-during-stall")));
+    // Only a new stream (resumed from the last resourceVersion) can deliver the event.
+    EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "cm-during-stall"); }));
+    EXPECT_EQ(recorder.listings, 1);
+    server->stall_watches(false);
+    finish(recorder);
+}
+
+TEST_F(Watching, EveryWatchSurvivesUnauthorizedAndRelogin) {
+    auto api = make_client(admin());
+    Recorder in_default, everywhere;
+    start_watch(*api, in_default, "default");
+    start_watch(*api, everywhere, "");
+    ASSERT_TRUE(drive([&] { return in_default.listings == 1 && everywhere.listings == 1; }));
+    warm_up(*api, {&in_default, &everywhere}, "cm-warm-up");
+    server->fail_next_requests(2, 401);
+    server->drop_watches();
+    ASSERT_TRUE(drive([&] { return relogins >= 1; }));
+    run(api->create(configmaps(), "default", configmap("cm-after-relogin")));
+    EXPECT_TRUE(drive([&] {
+        return in_default.saw("ADDED", "cm-after-relogin") &&
+               everywhere.saw("ADDED", "cm-after-relogin");
+    }));
+    EXPECT_FALSE(in_default.finished);
+    EXPECT_FALSE(everywhere.finished);
+    finish(in_default);
+    finish(everywhere);
+}
+
+TEST_F(Watching, ServerErrorOnWatchIsRetried) {
+    auto api = make_client(admin());
+    Recorder recorder;
+    start_watch(*api, recorder);
+    ASSERT_TRUE(drive([&] { return recorder.listings == 1; }));
+    warm_up(*api, {&recorder}, "cm-warm-up");
+    server->fail_next_requests(2, 500);
+    server->drop_watches();
+    run(api->create(configmaps(), "default", configmap("cm-after-500")));
+    EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "cm-after-500"); }));
+    finish(recorder);
+}
+
+// Raw peers: faults that a correct server never produces.
+
+std::string list_body() {
+    return R"({"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"10"},"items":[]})";
+}
+std::string added(const std::string& name, int rv) {
+    return fmt::format(
+               R"({{"type":"ADDED","object":{{"kind":"ConfigMap","metadata":{{"name":"{}","namespace":"default","resourceVersion":"{}"}}}}}})",
+               name, rv) +
+           "\n";
+}
+
+class RawWatching : public Watching {
+  protected:
+    ConnectionInfo raw(const RawServer& peer) {
+        ConnectionInfo info;
+        info.server = peer.url();
+        return info;
+    }
+};
+
+TEST_F(RawWatching, MalformedLineRestartsTheStreamFromTheLastVersion) {
+    std::atomic<int> watches{0};
+    RawServer peer([&](const std::string& line) -> RawReply {
+        if (line.find("watch=true") == std::string::npos)
+            return {RawServer::json_response(list_body())};
+        if (++watches == 1) {
+            return {RawServer::chunked_head() + RawServer::chunk(added("a", 11)) +
+                        RawServer::chunk("this is {not json\n"),
+                    true};
+        }
+        return {RawServer::chunked_head() + RawServer::chunk(added("b", 12)), true};
+    });
+    auto api = make_client(raw(peer));
+    Recorder recorder;
+    start_watch(*api, recorder);
+    EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "b"); }));
+    EXPECT_TRUE(recorder.saw("ADDED", "a"));
+    EXPECT_EQ(recorder.listings, 1);
+    auto requests = peer.requests();
+    ASSERT_GE(requests.size(), 3u);
+    EXPECT_NE(requests[2].find("resourceVersion=11"), std::string::npos) << requests[2];
+    finish(recorder);
+}
+
+TEST_F(RawWatching, StreamCutInTheMiddleOfAChunkResumes) {
+    std::atomic<int> watches{0};
+    RawServer peer([&](const std::string& line) -> RawReply {
+        if (line.find("watch=true") == std::string::npos)
+            return {RawServer::json_response(list_body())};
+        if (++watches == 1) {
+            // A chunk announced as 0x100 bytes, cut after a line and a half.
+            std::string partial = added("a", 11) + R"({"type":"ADDED","obj)";
+            return {RawServer::chunked_head() + "100\r\n" + partial, false};
+        }
+        return {RawServer::chunked_head() + RawServer::chunk(added("b", 12)), true};
+    });
+    auto api = make_client(raw(peer));
+    Recorder recorder;
+    start_watch(*api, recorder);
+    EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "b"); }));
+    EXPECT_TRUE(recorder.saw("ADDED", "a"));
+    EXPECT_EQ(recorder.events.size(), 2u);
+    auto requests = peer.requests();
+    ASSERT_GE(requests.size(), 3u);
+    EXPECT_NE(requests[2].find("resourceVersion=11"), std::string::npos) << requests[2];
+    finish(recorder);
+}
+
+TEST_F(RawWatching, ErrorEventWithGoneRelists) {
+    std::atomic<int> watches{0};
+    RawServer peer([&](const std::string& line) -> RawReply {
+        if (line.find("watch=true") == std::string::npos)
+            return {RawServer::json_response(list_body())};
+        if (++watches == 1) {
+            return {
+                RawServer::chunked_head() +
+                    RawServer::chunk(
+                        R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}})"
+                        "\n"),
+                true};
+        }
+        return {RawServer::chunked_head() + RawServer::chunk(added("b", 12)), true};
+    });
+    auto api = make_client(raw(peer));
+    Recorder recorder;
+    start_watch(*api, recorder);
+    EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "b"); }));
+    EXPECT_EQ(recorder.listings, 2);
+    finish(recorder);
+}
+
+}  // namespace
+}  // namespace kopf::testing

@@ -1,0 +1,298 @@
+// The handling core end to end against the embedded API server: a full object lifecycle,
+// sub-handlers, an operator restarted mid-cycle, objects half-handled in Kopf's persisted format,
+// and other writers racing the finalizer guard. Every assertion reads the object back.
+#include <string>
+#include <thread>
+
+#include "support/cluster.hpp"
+
+namespace kopf::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string FINALIZER = "kopf.zalando.org/KopfFinalizerMarker";
+
+bool has_finalizer(const json& body, const std::string& finalizer = FINALIZER) {
+    for (const auto& item : body.value("/metadata/finalizers"_json_pointer, json::array()))
+        if (item == finalizer) return true;
+    return false;
+}
+
+json annotations_of(const json& body) {
+    return body.value("/metadata/annotations"_json_pointer, json::object());
+}
+
+class HandlingCycle : public HandlingTest {};
+
+TEST_F(HandlingCycle, CreateUpdateFieldChangeAndDeleteEachRunTheirHandlersOncePerCause) {
+    Calls calls;
+    Registry registry;
+    on::create create_fn(registry, "kopfexamples", {.id = "create_fn"}, [&](Context&) -> json {
+        calls.add("create_fn");
+        return {{"message", "created"}};
+    });
+    on::update update_fn(registry, "kopfexamples", {.id = "update_fn"}, [&](Context& ctx) -> json {
+        int n = calls.add("update_fn", ctx.diff.to_json());
+        return {{"message", "updated"}, {"count", n}};
+    });
+    on::field field_fn(registry, "kopfexamples", {.id = "field_fn", .field = "spec.field"},
+                       [&](Context& ctx) {
+                           calls.add("field_fn/" + ctx.reason, {ctx.old, ctx.new_});
+                       });
+    on::delete_ delete_fn(registry, "kopfexamples", {.id = "delete_fn"},
+                          [&](Context&) { calls.add("delete_fn"); });
+    auto operator_ = start_operator(registry);
+
+    create(example("kex-cycle", {{"field", "value"}, {"other", 1}}));
+    std::optional<json> body;
+    ASSERT_TRUE(eventually([&] {
+        body = get("kex-cycle");
+        return body && body->value("/status/create_fn/message"_json_pointer, json()) == "created" &&
+               annotations_of(*body).contains("kopf.zalando.org/last-handled-configuration") &&
+               !annotations_of(*body).contains("kopf.zalando.org/create_fn");
+    })) << (body ? body->dump(2) : "no object");
+    // The finalizer is there for the delete handler; the diff base is Kopf's compact essence.
+    EXPECT_TRUE(has_finalizer(*body)) << body->dump(2);
+    EXPECT_EQ(annotations_of(*body)["kopf.zalando.org/last-handled-configuration"],
+              "{\"spec\":{\"field\":\"value\",\"other\":1}}\n");
+    EXPECT_EQ(calls.count("create_fn"), 1);
+    EXPECT_EQ(calls.details("field_fn/create"), (std::vector<json>{{nullptr, "value"}}));
+    EXPECT_EQ(calls.count("update_fn"), 0);
+
+    // A change of the watched field: the update handler and the field handler.
+    patch("kex-cycle", {{"spec", {{"field", "changed"}}}});
+    ASSERT_TRUE(eventually([&] {
+        body = get("kex-cycle");
+        return body && body->value("/status/update_fn/count"_json_pointer, json()) == 1;
+    })) << (body ? body->dump(2) : "no object");
+    EXPECT_EQ(calls.details("update_fn")[0],
+              json::parse(R"([["change",["spec","field"],"value","changed"]])"));
+    EXPECT_EQ(calls.details("field_fn/update"), (std::vector<json>{{"value", "changed"}}));
+
+    // A change of another field: only the update handler.
+    patch("kex-cycle", {{"spec", {{"other", 2}}}});
+    ASSERT_TRUE(eventually([&] {
+        body = get("kex-cycle");
+        return body &&
+               annotations_of(*body).value("kopf.zalando.org/last-handled-configuration", "") ==
+                   "{\"spec\":{\"field\":\"changed\",\"other\":2}}\n";
+    })) << (body ? body->dump(2) : "no object");
+    EXPECT_EQ(body->value("/status/update_fn/count"_json_pointer, json()), 2);
+    EXPECT_EQ(calls.details("update_fn")[1], json::parse(R"([["change",["spec","other"],1,2]])"));
+    EXPECT_EQ(calls.count("field_fn/update"), 1);
+
+    // Deletion: the delete handler, then the finalizer goes and so does the object.
+    remove("kex-cycle");
+    ASSERT_TRUE(eventually([&] { return !get("kex-cycle"); })) << "the object was never released";
+    EXPECT_EQ(calls.count("delete_fn"), 1);
+    EXPECT_EQ(calls.count("create_fn"), 1);
+    EXPECT_EQ(calls.count("update_fn"), 2);
+    EXPECT_EQ(calls.count("field_fn/create"), 1);
+    EXPECT_EQ(calls.count("field_fn/update"), 1);
+    EXPECT_EQ(calls.count("field_fn/delete"), 0);
+}
+
+TEST_F(HandlingCycle, SubHandlersRunWithParentChildIdsAndTheirOwnProgress) {
+    Calls calls;
+    Registry registry;
+    on::create parent(registry, "kopfexamples", {.id = "create_with_subs"}, [&](Context& ctx) {
+        calls.add("parent");
+        for (const auto& item : ctx.spec["items"]) {
+            const std::string id = item.get<std::string>();
+            subhandler(ctx, {.id = id}, [&calls, id](Context&) -> json {
+                if (calls.add(id) == 1 && id == "item1") throw TemporaryError("item1 not yet", 3);
+                return {{"item", id}};
+            });
+        }
+    });
+    auto operator_ = start_operator(registry);
+    create(example("kex-subs", {{"items", {"item1", "item2"}}}));
+
+    // While item1 waits for its retry: the children's records under their safe keys, and the
+    // parent's record listing its sub-handlers.
+    std::optional<json> body;
+    ASSERT_TRUE(eventually([&] {
+        body = get("kex-subs");
+        if (!body) return false;
+        auto annotations = annotations_of(*body);
+        return annotations.contains("kopf.zalando.org/create_with_subs.item1") &&
+               json::parse(
+                   annotations["kopf.zalando.org/create_with_subs.item1"].get<std::string>())
+                       .value("retries", 0) == 1;
+    })) << (body ? body->dump(2) : "no object");
+    auto annotations = annotations_of(*body);
+    auto child =
+        json::parse(annotations["kopf.zalando.org/create_with_subs.item1"].get<std::string>());
+    EXPECT_EQ(child["message"], "item1 not yet");
+    EXPECT_EQ(child["success"], false);
+    EXPECT_TRUE(child.contains("delayed")) << child;
+    ASSERT_TRUE(annotations.contains("kopf.zalando.org/create_with_subs")) << body->dump(2);
+    auto parent_record =
+        json::parse(annotations["kopf.zalando.org/create_with_subs"].get<std::string>());
+    EXPECT_EQ(parent_record["subrefs"],
+              json::parse(R"(["create_with_subs/item1","create_with_subs/item2"])"));
+
+    ASSERT_TRUE(eventually([&] {
+        body = get("kex-subs");
+        return body &&
+               annotations_of(*body).contains("kopf.zalando.org/last-handled-configuration");
+    })) << (body ? body->dump(2) : "no object");
+    EXPECT_EQ(body->value("/status/create_with_subs~1item1"_json_pointer, json()),
+              json({{"item", "item1"}}));
+    EXPECT_EQ(body->value("/status/create_with_subs~1item2"_json_pointer, json()),
+              json({{"item", "item2"}}));
+    for (const auto& key : {"create_with_subs", "create_with_subs.item1", "create_with_subs.item2"})
+        EXPECT_FALSE(annotations_of(*body).contains(std::string("kopf.zalando.org/") + key))
+            << key << " was not purged";
+    EXPECT_EQ(calls.count("item1"), 2);
+    EXPECT_EQ(calls.count("item2"), 1);
+}
+
+TEST_F(HandlingCycle, RestartedOperatorContinuesTheCycleWithoutRerunningSucceededHandlers) {
+    Calls calls;
+    std::atomic<bool> second_run{false};
+    auto make_registry = [&](Registry& registry) {
+        on::create(registry, "kopfexamples", {.id = "first"}, [&](Context&) -> json {
+            calls.add("first");
+            return {{"done", true}};
+        });
+        on::create(registry, "kopfexamples", {.id = "second"}, [&](Context&) -> json {
+            calls.add(second_run ? "second/after-restart" : "second/before-restart");
+            if (!second_run) throw TemporaryError("waiting for the restart", 2);
+            return {{"done", true}};
+        });
+        on::create(registry, "kopfexamples", {.id = "third"}, [&](Context&) -> json {
+            calls.add("third");
+            return {{"done", true}};
+        });
+    };
+    Registry before, after;
+    make_registry(before);
+    make_registry(after);
+
+    auto operator_ = start_operator(before);
+    create(example("kex-restart", {{"field", "value"}}));
+    std::optional<json> body;
+    ASSERT_TRUE(eventually([&] {
+        return calls.count("first") == 1 && calls.count("third") == 1 &&
+               calls.count("second/before-restart") >= 1 &&
+               kopf_annotation("kex-restart", "second").value_or(json()).value("retries", 0) >= 1;
+    }));
+    EXPECT_EQ(operator_->stop(), "");
+    operator_.reset();
+    body = get("kex-restart");
+    ASSERT_TRUE(body);
+    EXPECT_FALSE(annotations_of(*body).contains("kopf.zalando.org/last-handled-configuration"))
+        << "the cycle is not finished yet: " << body->dump(2);
+
+    second_run = true;
+    operator_ = start_operator(after);
+    ASSERT_TRUE(eventually([&] {
+        body = get("kex-restart");
+        return body &&
+               annotations_of(*body).contains("kopf.zalando.org/last-handled-configuration");
+    })) << (body ? body->dump(2) : "no object");
+    EXPECT_EQ(calls.count("first"), 1);
+    EXPECT_EQ(calls.count("third"), 1);
+    EXPECT_EQ(calls.count("second/after-restart"), 1);
+    EXPECT_EQ(body->value("/status/second/done"_json_pointer, json()), true);
+}
+
+TEST_F(HandlingCycle, ObjectsWithKopfsPersistedStateAreContinuedFromIt) {
+    Calls calls;
+    // Written as Python Kopf persists them (kopf-internals.md §3.3-3.4): "first" succeeded,
+    // "second" registered but not yet run, no diff base yet (the creation is in progress).
+    const std::string succeeded =
+        R"({"started":"2026-01-01T00:00:00.000000+00:00","stopped":"2026-01-01T00:00:01.000000+00:00","purpose":"create","retries":1,"success":true,"failure":false})";
+    const std::string pending =
+        R"({"started":"2026-01-01T00:00:00.000000+00:00","purpose":"create","retries":0,"success":false,"failure":false})";
+    create(
+        example("kex-half-created", {{"field", "value"}},
+                {{"annotations",
+                  {{"kopf.zalando.org/first", succeeded}, {"kopf.zalando.org/second", pending}}}}));
+    // A handled object whose spec changed since: its diff base is older than the object.
+    create(example("kex-changed", {{"field", "new"}, {"items", {"item1"}}},
+                   {{"annotations",
+                     {{"kopf.zalando.org/last-handled-configuration",
+                       "{\"spec\":{\"field\":\"old\",\"items\":[\"item1\"]}}\n"}}}}));
+    // A handled object unchanged since: nothing to do.
+    create(example("kex-unchanged", {{"field", "same"}},
+                   {{"annotations",
+                     {{"kopf.zalando.org/last-handled-configuration",
+                       "{\"spec\":{\"field\":\"same\"}}\n"}}}}));
+
+    Registry registry;
+    on::create first(registry, "kopfexamples", {.id = "first"},
+                     [&](Context& ctx) { calls.add(ctx.name + "/first"); });
+    on::create second(registry, "kopfexamples", {.id = "second"}, [&](Context& ctx) -> json {
+        calls.add(ctx.name + "/second");
+        return {{"message", "continued"}};
+    });
+    on::update update(registry, "kopfexamples", {.id = "update"},
+                      [&](Context& ctx) { calls.add(ctx.name + "/update", ctx.diff.to_json()); });
+    auto operator_ = start_operator(registry);
+
+    std::optional<json> half, changed;
+    ASSERT_TRUE(eventually([&] {
+        half = get("kex-half-created");
+        changed = get("kex-changed");
+        return half && changed &&
+               annotations_of(*half).contains("kopf.zalando.org/last-handled-configuration") &&
+               annotations_of(*changed).value("kopf.zalando.org/last-handled-configuration", "") ==
+                   "{\"spec\":{\"field\":\"new\",\"items\":[\"item1\"]}}\n";
+    })) << (half ? half->dump(2) : "")
+        << (changed ? changed->dump(2) : "");
+
+    EXPECT_EQ(calls.count("kex-half-created/first"), 0) << "a succeeded handler ran again";
+    EXPECT_EQ(calls.count("kex-half-created/second"), 1);
+    EXPECT_EQ(half->value("/status/second/message"_json_pointer, json()), "continued");
+    EXPECT_FALSE(annotations_of(*half).contains("kopf.zalando.org/first"));
+    EXPECT_FALSE(annotations_of(*half).contains("kopf.zalando.org/second"));
+
+    EXPECT_EQ(calls.count("kex-changed/first"), 0);
+    EXPECT_EQ(calls.details("kex-changed/update"),
+              (std::vector<json>{json::parse(R"([["change",["spec","field"],"old","new"]])")}));
+
+    EXPECT_EQ(calls.count("kex-unchanged/first"), 0);
+    EXPECT_EQ(calls.count("kex-unchanged/second"), 0);
+    EXPECT_EQ(calls.count("kex-unchanged/update"), 0);
+}
+
+TEST_F(HandlingCycle, WritersRacingTheFinalizerGuardLoseNothing) {
+    Calls calls;
+    Registry registry;
+    on::create create_fn(registry, "kopfexamples", {.id = "create_fn"}, [&](Context&) -> json {
+        calls.add("create_fn");
+        return {{"message", "created"}};
+    });
+    on::delete_ delete_fn(registry, "kopfexamples", {.id = "delete_fn"},
+                          [&](Context&) { calls.add("delete_fn"); });
+    auto operator_ = start_operator(registry);
+
+    // Another client writes labels one by one while the operator adds its finalizer.
+    const int writes = 30;
+    create(example("kex-race", {{"field", "value"}}));
+    for (int i = 0; i < writes; ++i)
+        patch("kex-race", {{"metadata", {{"labels", {{"writer-" + std::to_string(i), "yes"}}}}}});
+
+    std::optional<json> body;
+    ASSERT_TRUE(eventually([&] {
+        body = get("kex-race");
+        return body && has_finalizer(*body) &&
+               body->value("/status/create_fn/message"_json_pointer, json()) == "created" &&
+               annotations_of(*body).contains("kopf.zalando.org/last-handled-configuration");
+    })) << (body ? body->dump(2) : "no object");
+    const auto labels = body->value("/metadata/labels"_json_pointer, json::object());
+    for (int i = 0; i < writes; ++i)
+        EXPECT_EQ(labels.value("writer-" + std::to_string(i), ""), "yes")
+            << "label " << i << " lost";
+    EXPECT_EQ(calls.count("create_fn"), 1);
+
+    remove("kex-race");
+    ASSERT_TRUE(eventually([&] { return !get("kex-race"); })) << "the object was never released";
+    EXPECT_EQ(calls.count("delete_fn"), 1);
+}
+
+}  // namespace
+}  // namespace kopf::testing

@@ -1,0 +1,109 @@
+#include "runtime/logging.hpp"
+
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <string>
+
+using namespace kopf::runtime;
+
+namespace {
+
+// Captures what is written to stderr while `fn` runs.
+template <class F>
+std::string capture_stderr(F fn) {
+    testing::internal::CaptureStderr();
+    fn();
+    spdlog::apply_all([](auto logger) { logger->flush(); });
+    return testing::internal::GetCapturedStderr();
+}
+
+LoggingOptions options(LogFormat format) {
+    LoggingOptions result;
+    result.format = format;
+    return result;
+}
+
+ObjectRef example_ref() {
+    return ObjectRef::from_body(
+        {{"apiVersion", "kopf.dev/v1"},
+         {"kind", "KopfExample"},
+         {"metadata", {{"name", "kex1"}, {"namespace", "ns1"}, {"uid", "u1"}}}});
+}
+
+}  // namespace
+
+TEST(Logging, PlainFormatPrefixesObjectMessages) {
+    configure_logging(options(LogFormat::plain));
+    auto out = capture_stderr([] { log_object(spdlog::level::info, example_ref(), "Hello."); });
+    EXPECT_EQ(out, "[ns1/kex1] Hello.\n");
+}
+
+TEST(Logging, PlainFormatWithoutPrefixIsFlat) {
+    auto o = options(LogFormat::plain);
+    o.prefix = false;
+    configure_logging(o);
+    auto out = capture_stderr([] { log_object(spdlog::level::info, example_ref(), "Hello."); });
+    EXPECT_EQ(out, "Hello.\n");
+}
+
+TEST(Logging, FullFormatHasTimestampLoggerAndLevel) {
+    configure_logging(options(LogFormat::full));
+    auto out = capture_stderr([] { logger("kopf.activities")->warn("Careful."); });
+    EXPECT_EQ(out.front(), '[');
+    EXPECT_NE(out.find("] kopf.activities      [WARNING ] Careful.\n"), std::string::npos) << out;
+}
+
+TEST(Logging, JsonFormatCarriesTheObjectReferenceUnderTheRefkey) {
+    auto o = options(LogFormat::json);
+    o.refkey = "k8s-obj";
+    configure_logging(o);
+    auto out = capture_stderr([] { log_object(spdlog::level::info, example_ref(), "Hello."); });
+    auto record = nlohmann::json::parse(out);
+    EXPECT_EQ(record["message"], "Hello.");  // no prefix in JSON by default
+    EXPECT_EQ(record["severity"], "info");
+    EXPECT_EQ(record["k8s-obj"]["name"], "kex1");
+    EXPECT_EQ(record["k8s-obj"]["namespace"], "ns1");
+    EXPECT_EQ(record["k8s-obj"]["kind"], "KopfExample");
+    EXPECT_TRUE(record.contains("timestamp"));
+}
+
+TEST(Logging, QuietHidesInfoMessages) {
+    auto o = options(LogFormat::plain);
+    o.quiet = true;
+    configure_logging(o);
+    auto out = capture_stderr([] {
+        logger("kopf.test")->info("hidden");
+        logger("kopf.test")->warn("shown");
+    });
+    EXPECT_EQ(out, "shown\n");
+}
+
+TEST(Logging, VerboseShowsDebugMessages) {
+    auto o = options(LogFormat::plain);
+    o.verbose = true;
+    configure_logging(o);
+    auto out = capture_stderr([] { logger("kopf.test")->debug("details"); });
+    EXPECT_EQ(out, "details\n");
+}
+
+TEST(Logging, UnknownFormatIsRejectedNamingIt) {
+    try {
+        parse_log_format("xml");
+        FAIL() << "no error";
+    } catch (const std::invalid_argument& error) {
+        EXPECT_NE(std::string(error.what()).find("xml"), std::string::npos);
+    }
+}
+
+TEST(Logging, ObjectMessagesReachTheEventHook) {
+    configure_logging(options(LogFormat::plain));
+    std::string seen;
+    set_object_log_hook([&](spdlog::level::level_enum, const ObjectRef& ref, std::string_view m) {
+        seen = ref.name + ":" + std::string(m);
+    });
+    capture_stderr([] { log_object(spdlog::level::warn, example_ref(), "Posted."); });
+    set_object_log_hook(nullptr);
+    EXPECT_EQ(seen, "kex1:Posted.");
+}

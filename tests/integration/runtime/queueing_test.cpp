@@ -1,0 +1,150 @@
+#include "runtime/queueing.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "support/manual_executor.hpp"
+
+using kopf::json;
+using kopf::runtime::ObjectQueues;
+using kopf::runtime::QueueingOptions;
+
+namespace {
+
+json event(const std::string& type, const std::string& version) {
+    return {{"type", type}, {"object", {{"metadata", {{"resourceVersion", version}}}}}};
+}
+
+struct Recorder {
+    std::vector<std::string> versions;  // the resourceVersions processed, in order
+    std::vector<ObjectQueues::Done> pending;
+    ObjectQueues::Processor processor() {
+        return [this](const std::string&, const json& e, ObjectQueues::Done done) {
+            versions.push_back(e["object"]["metadata"]["resourceVersion"]);
+            pending.push_back(std::move(done));
+        };
+    }
+    void finish(std::optional<std::string> patched = std::nullopt) {
+        auto done = std::move(pending.front());
+        pending.erase(pending.begin());
+        done(patched);
+    }
+};
+
+}  // namespace
+
+TEST(ObjectQueues, EventsArrivingWhileBusyAreBatchedToTheLatest) {
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    ObjectQueues queues(executor, {}, recorder.processor());
+    queues.push("uid1", event("ADDED", "1"));
+    queues.push("uid1", event("MODIFIED", "2"));
+    queues.push("uid1", event("MODIFIED", "3"));
+    recorder.finish();
+    executor.advance(0);
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"}));
+}
+
+TEST(ObjectQueues, DifferentObjectsAreProcessedConcurrently) {
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    ObjectQueues queues(executor, {}, recorder.processor());
+    queues.push("uid1", event("ADDED", "1"));
+    queues.push("uid2", event("ADDED", "7"));
+    EXPECT_EQ(recorder.pending.size(), 2u);
+    EXPECT_EQ(queues.busy_workers(), 2u);
+}
+
+TEST(ObjectQueues, WorkerLimitHoldsBackOtherObjectsUntilASlotFrees) {
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    QueueingOptions options;
+    options.worker_limit = 1;
+    options.idle_timeout = 1;
+    ObjectQueues queues(executor, options, recorder.processor());
+    queues.push("uid1", event("ADDED", "1"));
+    queues.push("uid2", event("ADDED", "7"));
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1"}));
+    recorder.finish();
+    executor.advance(0);
+    EXPECT_EQ(recorder.versions.size(), 1u);  // uid1's worker is idle, still holding the slot
+    executor.advance(1);
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "7"}));
+}
+
+TEST(ObjectQueues, IdleWorkersExitAfterIdleTimeout) {
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    QueueingOptions options;
+    options.idle_timeout = 5;
+    ObjectQueues queues(executor, options, recorder.processor());
+    queues.push("uid1", event("ADDED", "1"));
+    recorder.finish();
+    executor.advance(4.9);
+    EXPECT_EQ(queues.workers(), 1u);
+    executor.advance(0.2);
+    EXPECT_EQ(queues.workers(), 0u);
+}
+
+TEST(ObjectQueues, AfterOwnPatchWaitsForThePatchedVersion) {
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    QueueingOptions options;
+    options.consistency_timeout = 5;
+    ObjectQueues queues(executor, options, recorder.processor());
+    queues.push("uid1", event("ADDED", "1"));
+    recorder.finish("3");  // we patched the object; the API answered with version 3
+    executor.advance(0);
+    queues.push("uid1", event("MODIFIED", "2"));  // someone else's older change: not yet
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1"}));
+    queues.push("uid1", event("MODIFIED", "3"));  // our patch has arrived: go on
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"}));
+}
+
+TEST(ObjectQueues, ConsistencyTimeoutProcessesWhatArrived) {
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    QueueingOptions options;
+    options.consistency_timeout = 5;
+    ObjectQueues queues(executor, options, recorder.processor());
+    queues.push("uid1", event("ADDED", "1"));
+    recorder.finish("9");
+    executor.advance(0);
+    queues.push("uid1", event("MODIFIED", "2"));
+    executor.advance(4);
+    EXPECT_EQ(recorder.versions.size(), 1u);
+    executor.advance(2);
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "2"}));
+}
+
+TEST(ObjectQueues, ShutdownWaitsForBusyWorkers) {
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    ObjectQueues queues(executor, {}, recorder.processor());
+    queues.push("uid1", event("ADDED", "1"));
+    bool finished = false;
+    queues.shutdown([&] { finished = true; });
+    queues.push("uid1", event("MODIFIED", "2"));  // ignored while stopping
+    EXPECT_FALSE(finished);
+    recorder.finish();
+    executor.advance(0);
+    EXPECT_TRUE(finished);
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1"}));
+}
+
+TEST(ObjectQueues, ShutdownGivesUpOnBusyWorkersAfterExitTimeout) {
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    QueueingOptions options;
+    options.exit_timeout = 2;
+    ObjectQueues queues(executor, options, recorder.processor());
+    queues.push("uid1", event("ADDED", "1"));
+    bool finished = false;
+    queues.shutdown([&] { finished = true; });
+    executor.advance(1.9);
+    EXPECT_FALSE(finished);
+    executor.advance(0.2);
+    EXPECT_TRUE(finished);
+}

@@ -1,0 +1,742 @@
+// The processing of watch events: causes, handlers, progress, results and finalizers,
+// checked on the patches that would be sent to the API server.
+#include <gtest/gtest.h>
+
+#include "unit/core/support/harness.hpp"
+
+namespace {
+
+using kopf::json;
+using kopf::testing::Harness;
+
+const std::string T0 = "2026-11-26T23:21:38.929772+00:00";
+const std::string DIFFBASE = "kopf.zalando.org/last-handled-configuration";
+const std::string FINALIZER = "kopf.zalando.org/KopfFinalizerMarker";
+
+json ok(kopf::Context&) {
+    return json();
+}
+
+TEST(Creation, RunsTheCreateHandlerAndDeliversItsResultToStatus) {
+    Harness h;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "create_fn"}, [](kopf::Context&) {
+        return json{{"message", "hello world"}};
+    });
+    auto out = h.process("ADDED");
+    EXPECT_EQ(out.patch.merge["status"], (json{{"create_fn", {{"message", "hello world"}}}}));
+    EXPECT_TRUE(h.logged("Handler 'create_fn' succeeded."));
+    EXPECT_TRUE(h.logged("Creation is processed: 1 succeeded; 0 failed."));
+}
+
+TEST(Creation, WritesTheDiffBaseWhenAllHandlersAreDone) {
+    Harness h;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "create_fn"}, ok);
+    auto out = h.process("ADDED");
+    EXPECT_EQ(out.patch.merge["metadata"]["annotations"],
+              (json{{DIFFBASE,
+                     "{\"spec\":{\"field\":\"value\",\"items\":[\"item1\",\"item2\"]},"
+                     "\"metadata\":{\"labels\":{\"somelabel\":\"somevalue\"}}}\n"}}));
+}
+
+TEST(Creation, ScalarResultsReplaceTheStatusField) {
+    Harness h;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "create_retry"},
+                     [](kopf::Context&) { return 42; });
+    EXPECT_EQ(h.process("ADDED").patch.merge["status"], (json{{"create_retry", 42}}));
+}
+
+TEST(Creation, AsapRunsOneHandlerPerCycleAndRecordsThePendingOnes) {
+    Harness h;
+    int a = 0, b = 0;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn_a"}, [&](kopf::Context&) { ++a; });
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn_b"}, [&](kopf::Context&) { ++b; });
+    auto out = h.step("ADDED");
+    EXPECT_EQ(a + b, 1);
+    auto& ann = out.patch.merge["metadata"]["annotations"];
+    EXPECT_EQ(ann["kopf.zalando.org/fn_a"],
+              "{\"started\":\"" + T0 + "\",\"stopped\":\"" + T0 +
+                  "\",\"purpose\":\"create\",\"retries\":1,\"success\":true,\"failure\":false}");
+    EXPECT_EQ(ann["kopf.zalando.org/fn_b"],
+              "{\"started\":\"" + T0 +
+                  "\",\"purpose\":\"create\",\"retries\":0,\"success\":false,\"failure\":false}");
+    EXPECT_FALSE(ann.contains(DIFFBASE));
+    EXPECT_TRUE(h.logged("Creation is in progress:"));
+}
+
+TEST(Creation, TheSecondCyclePurgesProgressAndStoresTheDiffBase) {
+    Harness h;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn_a"}, ok);
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn_b"}, ok);
+    h.step("ADDED");
+    auto out = h.step();
+    auto& ann = out.patch.merge["metadata"]["annotations"];
+    EXPECT_TRUE(ann["kopf.zalando.org/fn_a"].is_null());
+    EXPECT_TRUE(ann["kopf.zalando.org/fn_b"].is_null());
+    EXPECT_TRUE(ann[DIFFBASE].is_string());
+    EXPECT_TRUE(h.logged("Creation is processed: 2 succeeded; 0 failed."));
+    EXPECT_FALSE(h.body["metadata"]["annotations"].contains("kopf.zalando.org/fn_a"));
+}
+
+TEST(Creation, AnAlreadySucceededHandlerNeverRunsAgain) {
+    Harness h;
+    int a = 0;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn_a"}, [&](kopf::Context&) { ++a; });
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn_b"}, ok);
+    h.step("ADDED");
+    h.step();
+    h.step();
+    EXPECT_EQ(a, 1);
+}
+
+TEST(Continuation, ProgressWrittenByKopfIsContinued) {
+    Harness h;
+    int a = 0, b = 0;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "create_fn_1"},
+                     [&](kopf::Context&) { ++a; });
+    kopf::on::create(h.registry, "kopfexamples", {.id = "create_fn_2"}, [&](kopf::Context& c) {
+        ++b;
+        EXPECT_EQ(c.retry, 0);
+    });
+    h.body["metadata"]["annotations"]["kopf.zalando.org/create_fn_1"] =
+        R"({"started":"2020-02-14T16:58:25.396364","stopped":"2020-02-14T16:58:25.401844","purpose":"create","retries":1,"success":true,"failure":false})";
+    h.body["metadata"]["annotations"]["kopf.zalando.org/create_fn_2"] =
+        R"({"started":"2020-02-14T16:58:25.396421+00:00","purpose":"create","retries":0,"success":false,"failure":false})";
+    auto out = h.step();
+    EXPECT_EQ(a, 0);
+    EXPECT_EQ(b, 1);
+    EXPECT_TRUE(
+        out.patch.merge["metadata"]["annotations"]["kopf.zalando.org/create_fn_1"].is_null());
+    EXPECT_TRUE(out.patch.merge["metadata"]["annotations"][DIFFBASE].is_string());
+}
+
+TEST(Continuation, LegacyStatusProgressIsReadAndPurged) {
+    Harness h;
+    int a = 0;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn_a"}, [&](kopf::Context&) { ++a; });
+    h.body["status"]["kopf"]["progress"]["fn_a"] = {
+        {"started", T0}, {"retries", 1}, {"success", true}};
+    auto out = h.step();
+    EXPECT_EQ(a, 0);
+    EXPECT_TRUE(out.patch.merge["status"]["kopf"]["progress"]["fn_a"].is_null());
+}
+
+TEST(Finalizers, AreAddedWithAGuardedJsonPatchWhenADeleteHandlerExists) {
+    Harness h;
+    int created = 0;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "c"}, [&](kopf::Context&) { ++created; });
+    kopf::on::delete_(h.registry, "kopfexamples", {.id = "d"}, ok);
+    auto out = h.process("ADDED");
+    EXPECT_EQ(out.json_patch(),
+              json::parse(R"([{"op":"test","path":"/metadata/resourceVersion","value":"100"},
+                              {"op":"add","path":"/metadata/finalizers","value":["kopf.zalando.org/KopfFinalizerMarker"]}])"));
+    EXPECT_EQ(created, 0);  // a finalizer-changing cycle runs no handlers
+    EXPECT_TRUE(out.patch.merge.empty());
+    EXPECT_TRUE(h.logged("Adding the finalizer, thus preventing the actual deletion."));
+}
+
+TEST(Finalizers, AreAppendedToForeignFinalizers) {
+    Harness h;
+    kopf::on::delete_(h.registry, "kopfexamples", {.id = "d"}, ok);
+    h.body["metadata"]["finalizers"] = {"other/finalizer"};
+    auto out = h.process("ADDED");
+    EXPECT_EQ(
+        out.json_patch()[1],
+        json::parse(
+            R"({"op":"add","path":"/metadata/finalizers/1","value":"kopf.zalando.org/KopfFinalizerMarker"})"));
+}
+
+TEST(Finalizers, AreNotAddedForOptionalDeleteHandlers) {
+    Harness h;
+    kopf::on::delete_(h.registry, "kopfexamples", {.id = "d", .optional = true}, ok);
+    EXPECT_TRUE(h.process("ADDED").json_patch().empty());
+}
+
+TEST(Finalizers, AreRemovedWhenNoHandlerNeedsThem) {
+    Harness h;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "c"}, ok);
+    h.body["metadata"]["finalizers"] = {FINALIZER};
+    auto out = h.process("ADDED");
+    EXPECT_EQ(out.json_patch()[1], json::parse(R"({"op":"remove","path":"/metadata/finalizers"})"));
+    EXPECT_TRUE(h.logged("Removing the finalizer, as there are no handlers requiring it."));
+}
+
+TEST(Deletion, RunsDeleteHandlersThenReleasesTheObject) {
+    Harness h;
+    int deleted = 0;
+    kopf::on::delete_(h.registry, "kopfexamples", {.id = "delete_fn"}, [&](kopf::Context& c) {
+        ++deleted;
+        EXPECT_EQ(c.reason, "delete");
+    });
+    h.body["metadata"]["finalizers"] = {FINALIZER};
+    h.body["metadata"]["deletionTimestamp"] = "2026-11-26T23:21:38Z";
+    auto out = h.process();
+    EXPECT_EQ(deleted, 1);
+    EXPECT_EQ(out.json_patch(),
+              json::parse(R"([{"op":"test","path":"/metadata/resourceVersion","value":"100"},
+                                                {"op":"remove","path":"/metadata/finalizers"}])"));
+    EXPECT_TRUE(h.logged("Deletion is processed: 1 succeeded; 0 failed."));
+    EXPECT_TRUE(h.logged("Removing the finalizer, thus allowing the actual deletion."));
+}
+
+TEST(Deletion, KeepsTheFinalizerWhileADeleteHandlerIsRetrying) {
+    Harness h;
+    kopf::on::delete_(h.registry, "kopfexamples", {.id = "delete_fn"},
+                      [](kopf::Context&) -> json { throw kopf::TemporaryError("later", 5); });
+    h.body["metadata"]["finalizers"] = {FINALIZER};
+    h.body["metadata"]["deletionTimestamp"] = "2026-11-26T23:21:38Z";
+    auto out = h.process();
+    EXPECT_TRUE(out.json_patch().empty());
+    EXPECT_EQ(out.delays, std::vector<double>{5});
+}
+
+TEST(Deletion, FreeObjectsWithoutOurFinalizerAreIgnored) {
+    Harness h;
+    int deleted = 0;
+    kopf::on::delete_(h.registry, "kopfexamples", {.id = "d"}, [&](kopf::Context&) { ++deleted; });
+    h.body["metadata"]["deletionTimestamp"] = "2026-11-26T23:21:38Z";
+    auto out = h.process();
+    EXPECT_EQ(deleted, 0);
+    EXPECT_TRUE(out.patch.empty());
+}
+
+TEST(Deletion, GoneObjectsAreForgottenWithoutHandling) {
+    Harness h;
+    int called = 0;
+    kopf::on::delete_(h.registry, "kopfexamples", {.id = "d", .optional = true},
+                      [&](kopf::Context&) { ++called; });
+    auto out = h.process("DELETED");
+    EXPECT_TRUE(out.gone);
+    EXPECT_EQ(called, 0);
+    EXPECT_EQ(h.memories.size(), 0u);
+}
+
+struct Handled : ::testing::Test {
+    Harness h;
+    void handle_creation() {
+        kopf::on::create(h.registry, "kopfexamples", {.id = "c"}, ok);
+        h.step("ADDED");
+    }
+};
+
+TEST_F(Handled, UpdatesGetTheDiffOfTheEssence) {
+    kopf::Diff seen;
+    kopf::on::update(h.registry, "kopfexamples", {.id = "u"}, [&](kopf::Context& c) {
+        seen = c.diff;
+        EXPECT_EQ(c.old["spec"]["field"], "value");
+        EXPECT_EQ(c.new_["spec"]["field"], "other");
+    });
+    handle_creation();
+    h.body["spec"]["field"] = "other";
+    h.step();
+    ASSERT_EQ(seen.size(), 1u);
+    EXPECT_EQ(seen[0].op(), "change");
+    EXPECT_EQ(seen[0].field, (std::vector<std::string>{"spec", "field"}));
+    EXPECT_TRUE(h.logged("Updating is processed: 1 succeeded; 0 failed."));
+}
+
+TEST_F(Handled, StatusOnlyChangesAreNoop) {
+    int updated = 0;
+    kopf::on::update(h.registry, "kopfexamples", {.id = "u"}, [&](kopf::Context&) { ++updated; });
+    handle_creation();
+    h.body["status"]["x"] = 1;
+    auto out = h.step();
+    EXPECT_EQ(updated, 0);
+    EXPECT_TRUE(out.patch.empty());
+    EXPECT_TRUE(
+        h.logged("Something has changed, but we are not interested (the essence is the same)."));
+}
+
+TEST_F(Handled, FieldHandlersFireOnlyWhenTheirFieldChanges) {
+    std::vector<std::pair<json, json>> calls;
+    kopf::on::field(h.registry, "kopfexamples", {.id = "field_fn", .field = "spec.field"},
+                    [&](kopf::Context& c) { calls.emplace_back(c.old, c.new_); });
+    handle_creation();
+    ASSERT_EQ(calls.size(), 1u);  // on creation too: null -> "value"
+    EXPECT_TRUE(calls[0].first.is_null());
+    h.body["spec"]["items"] = {"x"};
+    h.step();
+    EXPECT_EQ(calls.size(), 1u);
+    h.body["spec"]["field"] = "new";
+    h.step();
+    ASSERT_EQ(calls.size(), 2u);
+    EXPECT_EQ(calls[1], (std::pair<json, json>{"value", "new"}));
+}
+
+TEST_F(Handled, FieldHandlerIdsCarryTheField) {
+    kopf::on::field(h.registry, "kopfexamples", {.id = "field_fn", .field = "spec.field"},
+                    [](kopf::Context&) -> json { throw kopf::TemporaryError("wait", 1); });
+    kopf::on::create(h.registry, "kopfexamples", {.id = "c"}, ok);
+    h.lifecycle = kopf::actions::lifecycles::all_at_once;
+    auto out = h.step("ADDED");
+    EXPECT_TRUE(out.patch.merge["metadata"]["annotations"].contains(
+        "kopf.zalando.org/field_fn.spec.field"));
+}
+
+TEST_F(Handled, UpdateOldNewFiltersSelectTransitions) {
+    int calls = 0;
+    kopf::on::update(h.registry, "kopfexamples",
+                     {.id = "u", .field = "spec.field", .old = "value", .new_ = "ready"},
+                     [&](kopf::Context&) { ++calls; });
+    handle_creation();
+    h.body["spec"]["field"] = "other";
+    h.step();
+    EXPECT_EQ(calls, 0);
+    h.body["spec"]["field"] = "value";
+    h.step();
+    h.body["spec"]["field"] = "ready";
+    h.step();
+    EXPECT_EQ(calls, 1);
+}
+
+TEST(Resuming, ListedObjectsWithADiffBaseAreResumed) {
+    Harness h;
+    int resumed = 0;
+    kopf::on::resume(h.registry, "kopfexamples", {.id = "r"}, [&](kopf::Context& c) {
+        ++resumed;
+        EXPECT_EQ(c.reason, "resume");
+    });
+    kopf::on::create(h.registry, "kopfexamples", {.id = "c"}, ok);
+    h.body["metadata"]["annotations"][DIFFBASE] =
+        "{\"spec\":{\"field\":\"value\",\"items\":[\"item1\",\"item2\"]},\"metadata\":{\"labels\":{"
+        "\"somelabel\":\"somevalue\"}}}\n";
+    h.step("");
+    EXPECT_EQ(resumed, 1);
+    h.step();
+    EXPECT_EQ(resumed, 1);  // not again once fully handled
+}
+
+TEST(Resuming, ResumeHandlersAreMixedIntoCreation) {
+    Harness h;
+    int resumed = 0, created = 0;
+    kopf::on::resume(h.registry, "kopfexamples", {.id = "r"}, [&](kopf::Context&) { ++resumed; });
+    kopf::on::create(h.registry, "kopfexamples", {.id = "c"}, [&](kopf::Context&) { ++created; });
+    h.step("");
+    h.step();
+    EXPECT_EQ(resumed, 1);
+    EXPECT_EQ(created, 1);
+}
+
+TEST(Resuming, ResumeHandlersSkipDeletedObjectsUnlessAsked) {
+    Harness h;
+    int plain = 0, deleted = 0;
+    kopf::on::resume(h.registry, "kopfexamples", {.id = "r1"}, [&](kopf::Context&) { ++plain; });
+    kopf::on::resume(h.registry, "kopfexamples", {.id = "r2", .deleted = true},
+                     [&](kopf::Context&) { ++deleted; });
+    kopf::on::delete_(h.registry, "kopfexamples", {.id = "d"}, ok);
+    h.body["metadata"]["finalizers"] = {FINALIZER};
+    h.body["metadata"]["deletionTimestamp"] = "2026-11-26T23:21:38Z";
+    h.lifecycle = kopf::actions::lifecycles::all_at_once;
+    h.process("");
+    EXPECT_EQ(plain, 0);
+    EXPECT_EQ(deleted, 1);
+}
+
+TEST(Errors, TemporaryErrorsAreRetriedAfterTheirDelay) {
+    Harness h;
+    std::vector<int> retries;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn"}, [&](kopf::Context& c) -> json {
+        retries.push_back(c.retry);
+        if (c.retry == 0) throw kopf::TemporaryError("not yet", 2);
+        return json();
+    });
+    auto first = h.step("ADDED");
+    EXPECT_EQ(first.delays, std::vector<double>{2});
+    EXPECT_EQ(first.patch.merge["metadata"]["annotations"]["kopf.zalando.org/fn"],
+              "{\"started\":\"" + T0 +
+                  "\",\"delayed\":\"2026-11-26T23:21:40.929772+00:00\",\"purpose\":\"create\","
+                  "\"retries\":1,\"success\":false,\"failure\":false,\"message\":\"not yet\"}");
+    EXPECT_TRUE(h.logged("Handler 'fn' failed temporarily: not yet"));
+    auto early = h.step();  // a new event before the delay: the handler sleeps
+    EXPECT_EQ(retries.size(), 1u);
+    EXPECT_EQ(early.delays, std::vector<double>{2});
+    h.advance(2);
+    h.step();
+    EXPECT_EQ(retries, (std::vector<int>{0, 1}));
+}
+
+TEST(Errors, PermanentErrorsFailTheHandlerForGood) {
+    Harness h;
+    int calls = 0;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn"}, [&](kopf::Context&) -> json {
+        ++calls;
+        throw kopf::PermanentError("broken");
+    });
+    auto out = h.step("ADDED");
+    EXPECT_TRUE(h.logged("Handler 'fn' failed permanently: broken"));
+    EXPECT_TRUE(h.logged("Creation is processed: 0 succeeded; 1 failed."));
+    EXPECT_TRUE(out.delays.empty());
+    EXPECT_TRUE(out.patch.merge["metadata"]["annotations"][DIFFBASE].is_string());
+    h.step();
+    EXPECT_EQ(calls, 1);
+}
+
+TEST(Errors, ArbitraryExceptionsRetryAfterTheDefaultBackoff) {
+    Harness h;
+    h.settings.execution.default_backoff = 7;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn"},
+                     [](kopf::Context&) -> json { throw std::runtime_error("boom"); });
+    auto out = h.process("ADDED");
+    EXPECT_EQ(out.delays, std::vector<double>{7});
+    EXPECT_TRUE(
+        h.logged("Handler 'fn' failed with an exception and will try again in 7 seconds: boom"));
+}
+
+TEST(Errors, PerHandlerBackoffOverridesTheDefault) {
+    Harness h;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn", .backoff = 3},
+                     [](kopf::Context&) -> json { throw std::runtime_error("boom"); });
+    EXPECT_EQ(h.process("ADDED").delays, std::vector<double>{3});
+}
+
+TEST(Errors, IgnoredModeTreatsExceptionsAsSuccessWithoutResult) {
+    Harness h;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn", .errors = kopf::IGNORED},
+                     [](kopf::Context&) -> json { throw std::runtime_error("boom"); });
+    auto out = h.process("ADDED");
+    EXPECT_TRUE(h.logged("Creation is processed: 1 succeeded; 0 failed."));
+    EXPECT_FALSE(out.patch.merge.contains("status"));
+}
+
+TEST(Errors, PermanentModeFailsOnTheFirstException) {
+    Harness h;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn", .errors = kopf::PERMANENT},
+                     [](kopf::Context&) -> json { throw std::runtime_error("boom"); });
+    h.process("ADDED");
+    EXPECT_TRUE(h.logged("Handler 'fn' failed with an exception and will stop now: boom"));
+}
+
+TEST(Errors, RetriesLimitTheNumberOfAttempts) {
+    Harness h;
+    int calls = 0;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn", .retries = 2},
+                     [&](kopf::Context&) -> json {
+                         ++calls;
+                         throw kopf::TemporaryError("again", 1);
+                     });
+    h.step("ADDED");
+    h.advance(1);
+    h.step();
+    h.advance(1);
+    h.step();
+    EXPECT_EQ(calls, 2);
+    EXPECT_TRUE(h.logged("Handler 'fn' failed temporarily but will exceed 2 retries: again"));
+}
+
+TEST(Errors, TimeoutsStopRetriesThatWouldExceedThem) {
+    Harness h;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn", .timeout = 10},
+                     [](kopf::Context&) -> json { throw kopf::TemporaryError("slow", 20); });
+    auto out = h.process("ADDED");
+    EXPECT_TRUE(out.delays.empty());
+    EXPECT_TRUE(
+        h.logged("Handler 'fn' failed temporarily but will time out after 10 seconds: slow"));
+}
+
+TEST(Errors, HandlersPastTheirTimeoutAreNotCalled) {
+    Harness h;
+    int calls = 0;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn", .timeout = 10},
+                     [&](kopf::Context&) -> json {
+                         ++calls;
+                         throw kopf::TemporaryError("slow", 5);
+                     });
+    h.step("ADDED");
+    h.advance(30);
+    h.step();
+    EXPECT_EQ(calls, 1);
+    EXPECT_TRUE(h.logged("Handler 'fn' has timed out after 0:00:30."));
+}
+
+TEST(SubHandlers, RunAsPersistedChildrenOfTheirParent) {
+    Harness h;
+    std::map<std::string, int> calls;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "create_with_subs"}, [&](kopf::Context& c) {
+        ++calls["parent"];
+        for (std::string item : {"item1", "item2"}) {
+            kopf::subhandler(c, {.id = item}, [&calls, item](kopf::Context&) { ++calls[item]; });
+        }
+    });
+    auto first = h.step("ADDED");
+    auto& ann = first.patch.merge["metadata"]["annotations"];
+    EXPECT_TRUE(ann.contains("kopf.zalando.org/create_with_subs.item1"));
+    auto parent = json::parse(ann["kopf.zalando.org/create_with_subs"].get<std::string>());
+    EXPECT_EQ(parent["message"], "None");
+    EXPECT_EQ(parent["subrefs"], (json{"create_with_subs/item1", "create_with_subs/item2"}));
+    auto second = h.step();
+    EXPECT_EQ(calls["item1"], 1);
+    EXPECT_EQ(calls["item2"], 1);
+    EXPECT_EQ(calls["parent"], 2);
+    auto& ann2 = second.patch.merge["metadata"]["annotations"];
+    EXPECT_TRUE(ann2["kopf.zalando.org/create_with_subs.item1"].is_null());
+    EXPECT_TRUE(ann2["kopf.zalando.org/create_with_subs"].is_null());
+    EXPECT_TRUE(ann2[DIFFBASE].is_string());
+}
+
+TEST(SubHandlers, ExecuteRegistersFunctionsById) {
+    Harness h;
+    int a = 0;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "p"}, [&](kopf::Context& c) {
+        kopf::execute(c, {{"a", [&a](kopf::Context&) {
+                               ++a;
+                               return json();
+                           }}});
+    });
+    auto out = h.step("ADDED");
+    EXPECT_EQ(a, 1);
+    EXPECT_TRUE(out.patch.merge["metadata"]["annotations"][DIFFBASE].is_string());
+}
+
+TEST(Lifecycles, AllAtOnceRunsEveryHandlerInOneCycle) {
+    Harness h;
+    h.lifecycle = kopf::actions::lifecycles::all_at_once;
+    int calls = 0;
+    for (auto id : {"a", "b", "c"})
+        kopf::on::create(h.registry, "kopfexamples", {.id = id}, [&](kopf::Context&) { ++calls; });
+    h.process("ADDED");
+    EXPECT_EQ(calls, 3);
+}
+
+TEST(Lifecycles, OneByOneKeepsTheRegistrationOrder) {
+    Harness h;
+    h.lifecycle = kopf::actions::lifecycles::one_by_one;
+    std::vector<std::string> order;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "a"}, [&](kopf::Context&) -> json {
+        order.push_back("a");
+        throw kopf::TemporaryError("x", 0);
+    });
+    kopf::on::create(h.registry, "kopfexamples", {.id = "b"},
+                     [&](kopf::Context&) { order.push_back("b"); });
+    h.step("ADDED");
+    h.step();
+    EXPECT_EQ(order, (std::vector<std::string>{"a", "a"}));
+}
+
+TEST(Lifecycles, AsapPrefersTheHandlerWithFewerRetries) {
+    Harness h;
+    std::vector<std::string> order;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "a"}, [&](kopf::Context&) -> json {
+        order.push_back("a");
+        throw kopf::TemporaryError("x", 0);
+    });
+    kopf::on::create(h.registry, "kopfexamples", {.id = "b"},
+                     [&](kopf::Context&) { order.push_back("b"); });
+    h.step("ADDED");
+    h.step();
+    EXPECT_EQ(order, (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(Lifecycles, ShuffledAndRandomizedRunTheirShare) {
+    Harness h;
+    h.lifecycle = kopf::actions::lifecycles::shuffled;
+    int calls = 0;
+    for (auto id : {"a", "b"})
+        kopf::on::create(h.registry, "kopfexamples", {.id = id}, [&](kopf::Context&) { ++calls; });
+    h.process("ADDED");
+    EXPECT_EQ(calls, 2);
+    Harness r;
+    r.lifecycle = kopf::actions::lifecycles::randomized;
+    int rcalls = 0;
+    for (auto id : {"a", "b"})
+        kopf::on::create(r.registry, "kopfexamples", {.id = id}, [&](kopf::Context&) { ++rcalls; });
+    r.process("ADDED");
+    EXPECT_EQ(rcalls, 1);
+}
+
+TEST(Filters, MismatchingLabelsMakeTheOperatorBlindToTheObject) {
+    Harness h;
+    int calls = 0;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn", .labels = {{"somelabel", "other"}}},
+                     [&](kopf::Context&) { ++calls; });
+    auto out = h.process("ADDED");
+    EXPECT_EQ(calls, 0);
+    EXPECT_TRUE(out.patch.empty());
+}
+
+TEST(Filters, PresentAbsentAndCallbacksSelectObjects) {
+    Harness h;
+    std::vector<std::string> called;
+    auto record = [&called](std::string id) {
+        return [&called, id](kopf::Context&) { called.push_back(id); };
+    };
+    h.lifecycle = kopf::actions::lifecycles::all_at_once;
+    kopf::on::create(h.registry, "kopfexamples",
+                     {.id = "present", .labels = {{"somelabel", kopf::PRESENT}}},
+                     record("present"));
+    kopf::on::create(h.registry, "kopfexamples",
+                     {.id = "absent", .labels = {{"somelabel", kopf::ABSENT}}}, record("absent"));
+    kopf::on::create(
+        h.registry, "kopfexamples",
+        {.id = "cb", .labels = {{"somelabel", [](const json& v) { return v == "somevalue"; }}}},
+        record("cb"));
+    kopf::on::create(h.registry, "kopfexamples",
+                     {.id = "when", .when = kopf::not_([](const kopf::Context& c) {
+                                        return c.name == "kopf-example-1";
+                                    })},
+                     record("when"));
+    kopf::on::create(h.registry, "kopfexamples",
+                     {.id = "value", .field = "spec.field", .value = "value"}, record("value"));
+    kopf::on::create(h.registry, "kopfexamples",
+                     {.id = "nope", .field = "spec.field", .value = "other"}, record("nope"));
+    h.process("ADDED");
+    EXPECT_EQ(called, (std::vector<std::string>{"present", "cb", "value"}));
+}
+
+TEST(Filters, CombinatorsCombineCallbacks) {
+    auto yes = [](const kopf::Context&) { return true; };
+    auto no = [](const kopf::Context&) { return false; };
+    Harness h;
+    int calls = 0;
+    h.lifecycle = kopf::actions::lifecycles::all_at_once;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "a", .when = kopf::all_(yes, yes)},
+                     [&](kopf::Context&) { ++calls; });
+    kopf::on::create(h.registry, "kopfexamples", {.id = "b", .when = kopf::any_(no, yes)},
+                     [&](kopf::Context&) { ++calls; });
+    kopf::on::create(h.registry, "kopfexamples", {.id = "c", .when = kopf::none_(no, no)},
+                     [&](kopf::Context&) { ++calls; });
+    kopf::on::create(h.registry, "kopfexamples", {.id = "d", .when = kopf::all_(yes, no)},
+                     [&](kopf::Context&) { ++calls; });
+    h.process("ADDED");
+    EXPECT_EQ(calls, 3);
+}
+
+TEST(Filters, OtherResourcesAreNotHandled) {
+    Harness h;
+    int calls = 0;
+    kopf::on::create(h.registry, "pods", {.id = "fn"}, [&](kopf::Context&) { ++calls; });
+    EXPECT_TRUE(h.process("ADDED").patch.empty());
+    EXPECT_EQ(calls, 0);
+}
+
+TEST(Events, EventHandlersSeeEveryEventAndIgnoreErrors) {
+    Harness h;
+    std::vector<std::string> types;
+    kopf::on::event(h.registry, "kopfexamples", {.id = "ev"}, [&](kopf::Context& c) -> json {
+        types.push_back(c.type);
+        throw std::runtime_error("ignored");
+    });
+    h.process("ADDED");
+    h.process("MODIFIED");
+    EXPECT_EQ(types, (std::vector<std::string>{"ADDED", "MODIFIED"}));
+    EXPECT_TRUE(h.logged("Handler 'ev' failed with an exception and will ignore it: ignored"));
+}
+
+TEST(Events, EventHandlerResultsAreDelivered) {
+    Harness h;
+    kopf::on::event(h.registry, "kopfexamples", {.id = "ev"}, [](kopf::Context&) {
+        return json{{"seen", true}};
+    });
+    EXPECT_EQ(h.process("ADDED").patch.merge["status"]["ev"]["seen"], true);
+}
+
+TEST(Context, ExposesKopfsKeywordArguments) {
+    Harness h;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn", .param = 5}, [](kopf::Context& c) {
+        EXPECT_EQ(c.name, "kopf-example-1");
+        EXPECT_EQ(c.namespace_, "default");
+        EXPECT_EQ(c.uid, "uid-1");
+        EXPECT_EQ(c.spec["field"], "value");
+        EXPECT_EQ(c.labels["somelabel"], "somevalue");
+        EXPECT_TRUE(c.status.empty());
+        EXPECT_EQ(c.param, 5);
+        EXPECT_EQ(c.reason, "create");
+        EXPECT_EQ(c.resource.plural, "kopfexamples");
+        EXPECT_EQ(c.settings.persistence.finalizer, FINALIZER);
+        EXPECT_EQ(c.retry, 0);
+    });
+    h.process("ADDED");
+}
+
+TEST(Context, PatchEditsAndTransformationsReachTheObject) {
+    Harness h;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn"}, [](kopf::Context& c) {
+        c.patch["spec"]["extra"] = 1;
+        c.patch.transform([](json& b) { b["metadata"]["labels"]["added"] = "yes"; });
+    });
+    h.step("ADDED");
+    EXPECT_EQ(h.body["spec"]["extra"], 1);
+    EXPECT_EQ(h.body["metadata"]["labels"]["added"], "yes");
+}
+
+TEST(Memos, EachObjectGetsACopyOfTheOperatorMemoKeptAcrossEvents) {
+    Harness h;
+    h.memobase["greeting"] = "hi";
+    std::vector<int> counts;
+    kopf::on::event(h.registry, "kopfexamples", {.id = "ev"}, [&](kopf::Context& c) {
+        EXPECT_EQ(c.memo["greeting"], "hi");
+        int n = c.memo.values.value("n", 0) + 1;
+        c.memo["n"] = n;
+        counts.push_back(n);
+    });
+    h.process("ADDED");
+    h.process("MODIFIED");
+    EXPECT_EQ(counts, (std::vector<int>{1, 2}));
+    EXPECT_FALSE(h.memobase.values.contains("n"));
+}
+
+struct CustomMemo : kopf::Memo {
+    std::shared_ptr<int> shared = std::make_shared<int>(0);
+    std::shared_ptr<kopf::Memo> copy() const override {
+        return std::make_shared<CustomMemo>(*this);
+    }
+};
+
+TEST(Memos, CustomMemoTypesAreShallowCopied) {
+    Harness h;
+    CustomMemo base;
+    kopf::on::event(h.registry, "kopfexamples", {.id = "ev"},
+                    [](kopf::Context& c) { ++*c.memo_as<CustomMemo>().shared; });
+    json event = {{"type", "ADDED"}, {"object", h.body}};
+    auto& memory = h.memories.recall(event, base);
+    auto env = h.env();
+    kopf::actions::run_sync(kopf::reactor::process_resource_event(env, h.resource, memory, event));
+    EXPECT_EQ(*base.shared, 1);
+}
+
+TEST(Coroutines, AsyncHandlersCanSleepAndReturnResults) {
+    Harness h;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn"},
+                     [](kopf::Context&) -> kopf::Task<json> {
+                         co_await kopf::sleep(5);
+                         co_return json{{"slept", true}};
+                     });
+    EXPECT_EQ(h.process("ADDED").patch.merge["status"]["fn"]["slept"], true);
+}
+
+TEST(Coroutines, AsyncHandlerErrorsFollowTheSameRules) {
+    Harness h;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn"},
+                     [](kopf::Context&) -> kopf::Task<json> {
+                         co_await kopf::sleep(1);
+                         throw kopf::TemporaryError("later", 9);
+                     });
+    EXPECT_EQ(h.process("ADDED").delays, std::vector<double>{9});
+}
+
+TEST(Processing, InvalidEventsAreRejectedWithAClearError) {
+    Harness h;
+    kopf::reactor::ResourceMemory memory;
+    auto env = h.env();
+    EXPECT_THROW(kopf::actions::run_sync(kopf::reactor::process_resource_event(
+                     env, h.resource, memory, json{{"type", "ADDED"}})),
+                 std::invalid_argument);
+}
+
+TEST(Processing, TouchPatchWritesTheDummyAnnotation) {
+    Harness h;
+    json patch = kopf::reactor::touch_patch(h.settings, h.body, h.clock);
+    EXPECT_EQ(patch,
+              (json{{"metadata", {{"annotations", {{"kopf.zalando.org/touch-dummy", T0}}}}}}));
+}
+
+TEST(Processing, StatusGoesToTheSubresourceWhenThereIsOne) {
+    Harness h;
+    h.resource.subresources = {"status"};
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn"}, [](kopf::Context&) {
+        return json{{"m", 1}};
+    });
+    auto out = h.process("ADDED");
+    EXPECT_FALSE(out.body_merge_patch(h.resource).contains("status"));
+    EXPECT_EQ(out.status_merge_patch(h.resource), (json{{"status", {{"fn", {{"m", 1}}}}}}));
+}
+
+}  // namespace

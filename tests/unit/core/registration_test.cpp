@@ -1,0 +1,193 @@
+// Registration of handlers: ids, options, registries and rejected declarations.
+#include <gtest/gtest.h>
+
+#include <kopf/kopf.hpp>
+
+namespace {
+
+using kopf::json;
+
+json create_fn(kopf::Context&) {
+    return {{"message", "hello world"}};
+}
+KOPF_ON_CREATE(create_fn, "kopfexamples", {.retries = 3});
+
+void field_fn(kopf::Context&) {}
+KOPF_ON_FIELD(field_fn, "kopfexamples", {.field = "spec.field"});
+
+void startup_fn(kopf::ActivityContext& ctx) {
+    ctx.settings.posting.enabled = false;
+}
+KOPF_ON_STARTUP(startup_fn, {});
+
+kopf::Task<void> async_delete(kopf::Context&) {
+    co_return;
+}
+KOPF_ON_DELETE(async_delete, {"kopf.dev", "v1", "kopfexamples"});
+
+const kopf::ChangingHandler* find(const std::string& id) {
+    for (const auto& h : kopf::Registry::default_registry().changing) {
+        if (h.id == id) return &h;
+    }
+    return nullptr;
+}
+
+TEST(Registration, MacrosUseTheFunctionNameAsTheDefaultId) {
+    auto* h = find("create_fn");
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(h->options.retries, 3);
+    EXPECT_EQ(h->reason, "create");
+}
+
+TEST(Registration, FieldHandlerIdsGetTheFieldAsASuffix) {
+    auto* h = find("field_fn/spec.field");
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(h->field, (std::vector<std::string>{"spec", "field"}));
+    EXPECT_TRUE(h->field_needs_change);
+}
+
+TEST(Registration, DeleteHandlersRequireAFinalizerUnlessOptional) {
+    auto* h = find("async_delete");
+    ASSERT_NE(h, nullptr);
+    EXPECT_TRUE(h->requires_finalizer);
+    EXPECT_TRUE(h->fn.async);
+    kopf::Registry r;
+    kopf::on::delete_(r, "kopfexamples", {.id = "d", .optional = true}, [](kopf::Context&) {});
+    EXPECT_FALSE(r.changing[0].requires_finalizer);
+}
+
+TEST(Registration, StartupHandlersAreActivities) {
+    bool found = false;
+    for (const auto& a : kopf::Registry::default_registry().activities) {
+        if (a.id == "startup_fn" && a.activity == "startup") found = true;
+    }
+    EXPECT_TRUE(found);
+}
+
+TEST(Registration, ExplicitIdsWin) {
+    kopf::Registry r;
+    kopf::on::update(r, "kopfexamples", {.id = "my-id"}, [](kopf::Context&) {});
+    EXPECT_EQ(r.changing[0].id, "my-id");
+}
+
+TEST(Registration, LambdasWithoutIdsGetTheirLocation) {
+    kopf::Registry r;
+    kopf::on::create(r, "kopfexamples", {}, [](kopf::Context&) {});
+    EXPECT_EQ(r.changing[0].id.rfind("lambda:", 0), 0u);
+    EXPECT_NE(r.changing[0].id.find("registration_test.cpp:"), std::string::npos);
+}
+
+TEST(Registration, ResumeHandlersAreInitialForAnyCause) {
+    kopf::Registry r;
+    kopf::on::resume(r, "kopfexamples", {.id = "r"}, [](kopf::Context&) {});
+    EXPECT_TRUE(r.changing[0].initial);
+    EXPECT_FALSE(r.changing[0].reason.has_value());
+}
+
+TEST(Registration, EventHandlersIgnoreErrorsByDefault) {
+    kopf::Registry r;
+    kopf::on::event(r, "kopfexamples", {.id = "e"}, [](kopf::Context&) {});
+    EXPECT_EQ(r.watching[0].options.errors, kopf::IGNORED);
+}
+
+TEST(Registration, FieldHandlersWithoutAFieldAreRejected) {
+    kopf::Registry r;
+    EXPECT_THROW(kopf::on::field(r, "kopfexamples", {.id = "f"}, [](kopf::Context&) {}),
+                 std::invalid_argument);
+}
+
+TEST(Registration, OldNewFiltersAreRejectedOnCreation) {
+    kopf::Registry r;
+    EXPECT_THROW(kopf::on::create(r, "kopfexamples", {.id = "c", .field = "spec.x", .old = "a"},
+                                  [](kopf::Context&) {}),
+                 std::invalid_argument);
+}
+
+TEST(Registration, ValueFiltersNeedAField) {
+    kopf::Registry r;
+    EXPECT_THROW(
+        kopf::on::create(r, "kopfexamples", {.id = "c", .value = 1}, [](kopf::Context&) {}),
+        std::invalid_argument);
+}
+
+TEST(Registration, EmptySelectorsAreRejected) {
+    kopf::Registry r;
+    EXPECT_THROW(kopf::on::create(r, "", {.id = "c"}, [](kopf::Context&) {}),
+                 std::invalid_argument);
+}
+
+TEST(Registration, RegistriesKnowTheirResources) {
+    kopf::Registry r;
+    kopf::on::create(r, "kopfexamples", {.id = "c"}, [](kopf::Context&) {});
+    kopf::Resource kex{
+        .group = "kopf.dev", .version = "v1", .plural = "kopfexamples", .kind = "KopfExample"};
+    kopf::Resource pods{.group = "", .version = "v1", .plural = "pods", .kind = "Pod"};
+    EXPECT_TRUE(r.has_handlers(kex));
+    EXPECT_FALSE(r.has_handlers(pods));
+    EXPECT_EQ(r.selectors().size(), 1u);
+}
+
+TEST(Registration, SubhandlersOutsideOfHandlersAreRejected) {
+    kopf::Registry r;
+    kopf::json body = kopf::json::object();
+    kopf::Patch patch;
+    kopf::Memo memo;
+    struct Quiet : kopf::Logger {
+        void log(kopf::LogLevel, std::string_view) override {}
+    } logger;
+    kopf::Resource res;
+    kopf::OperatorSettings settings;
+    kopf::Context ctx{.body = body,
+                      .meta = body,
+                      .spec = body,
+                      .status = body,
+                      .labels = body,
+                      .annotations = body,
+                      .name = "",
+                      .namespace_ = "",
+                      .uid = "",
+                      .patch = patch,
+                      .logger = logger,
+                      .memo = memo,
+                      .resource = res,
+                      .settings = settings};
+    EXPECT_THROW(kopf::subhandler(ctx, {.id = "x"}, [](kopf::Context&) {}), std::logic_error);
+}
+
+TEST(Logger, FormatsPlaceholdersInOrder) {
+    EXPECT_EQ(kopf::Logger::format("a {} b {} c", 1, "two"), "a 1 b two c");
+    EXPECT_EQ(kopf::Logger::format("no placeholders", 1), "no placeholders");
+    EXPECT_EQ(kopf::Logger::format("{} {}", 1), "1 {}");
+}
+
+}  // namespace
+
+namespace {
+
+std::optional<kopf::ConnectionInfo> login_fn(kopf::ActivityContext&) {
+    kopf::ConnectionInfo info;
+    info.server = "https://127.0.0.1:6443";
+    return info;
+}
+KOPF_ON_LOGIN(login_fn, {});
+
+TEST(Registration, LoginHandlersReturnConnectionInfo) {
+    for (const auto& a : kopf::Registry::default_registry().activities) {
+        if (a.id != "login_fn") continue;
+        kopf::OperatorSettings settings;
+        kopf::Memo memo;
+        struct Quiet : kopf::Logger {
+            void log(kopf::LogLevel, std::string_view) override {}
+        } logger;
+        kopf::ActivityContext ctx{
+            .settings = settings, .memo = memo, .logger = logger, .activity = "login"};
+        auto info = a.login(ctx);
+        ASSERT_TRUE(info);
+        EXPECT_EQ(info->server, "https://127.0.0.1:6443");
+        EXPECT_EQ(a.options.errors, kopf::IGNORED);
+        return;
+    }
+    FAIL() << "login_fn is not registered";
+}
+
+}  // namespace

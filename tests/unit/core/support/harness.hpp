@@ -1,0 +1,108 @@
+// A test bed for the processing of watch events: a registry, settings, a fixed clock, recorded
+// log lines, and an in-memory "cluster" object that receives the patches.
+#pragma once
+
+#include <kopf/kopf.hpp>
+#include <string>
+#include <vector>
+
+#include "core/actions/virtual_executor.hpp"
+#include "core/reactor/processing.hpp"
+
+namespace kopf::testing {
+
+struct RecordingLogger : Logger {
+    std::vector<std::pair<LogLevel, std::string>>* lines;
+    explicit RecordingLogger(std::vector<std::pair<LogLevel, std::string>>* l) : lines(l) {}
+    void log(LogLevel level, std::string_view message) override {
+        lines->emplace_back(level, std::string(message));
+    }
+};
+
+inline Resource kopfexamples() {
+    Resource r;
+    r.group = "kopf.dev";
+    r.version = "v1";
+    r.plural = "kopfexamples";
+    r.kind = "KopfExample";
+    r.singular = "kopfexample";
+    r.shortcuts = {"kex"};
+    return r;
+}
+
+inline json example_body() {
+    return json::parse(R"({
+        "apiVersion": "kopf.dev/v1", "kind": "KopfExample",
+        "metadata": {"name": "kopf-example-1", "namespace": "default", "uid": "uid-1",
+                     "resourceVersion": "100", "labels": {"somelabel": "somevalue"}},
+        "spec": {"field": "value", "items": ["item1", "item2"]}
+    })");
+}
+
+struct Harness {
+    Registry registry;
+    OperatorSettings settings;
+    Resource resource = kopfexamples();
+    reactor::ResourceMemories memories;
+    Memo memobase;
+    std::vector<std::pair<LogLevel, std::string>> lines;
+    actions::TimePoint clock =
+        actions::Clock::from_time_t(1795735298) + std::chrono::microseconds(929772);
+    json body = example_body();
+    int rv = 100;
+    actions::Lifecycle lifecycle = actions::lifecycles::asap;
+
+    reactor::ProcessingEnv env() {
+        reactor::ProcessingEnv e{registry, settings};
+        e.lifecycle = lifecycle;
+        e.now = [this] { return clock; };
+        e.make_logger = [this](const json&) { return std::make_shared<RecordingLogger>(&lines); };
+        return e;
+    }
+
+    /// Process one event of the current body ("" = initial listing).
+    reactor::ProcessingOutcome process(const std::string& type = "MODIFIED") {
+        json event = {{"object", body}};
+        event["type"] = type.empty() ? json() : json(type);
+        auto& memory = memories.recall(event, memobase);
+        auto e = env();
+        auto out = actions::run_sync(reactor::process_resource_event(e, resource, memory, event));
+        if (out.gone) memories.forget(body);
+        return out;
+    }
+
+    /// Apply the outcome to the in-memory object as the API server would.
+    void apply(const reactor::ProcessingOutcome& out) {
+        json ops = out.json_patch();
+        if (!out.patch.merge.empty()) body.merge_patch(out.patch.merge);
+        if (!ops.empty()) body = body.patch(ops);
+        if (!out.patch.empty()) body["metadata"]["resourceVersion"] = std::to_string(++rv);
+    }
+
+    /// Process and apply.
+    reactor::ProcessingOutcome step(const std::string& type = "MODIFIED") {
+        auto out = process(type);
+        apply(out);
+        return out;
+    }
+
+    void advance(double seconds) {
+        clock += std::chrono::duration_cast<actions::Clock::duration>(
+            std::chrono::duration<double>(seconds));
+    }
+
+    bool logged(const std::string& text) const {
+        for (const auto& [lvl, line] : lines) {
+            if (line.find(text) != std::string::npos) return true;
+        }
+        return false;
+    }
+
+    json annotation(const std::string& key) const {
+        const auto& m = body["metadata"];
+        if (!m.contains("annotations") || !m["annotations"].contains(key)) return json();
+        return m["annotations"][key];
+    }
+};
+
+}  // namespace kopf::testing
