@@ -237,7 +237,8 @@ struct Transport::Impl {
             }
             connection->tcp().expires_never();
         } catch (const boost::system::system_error& e) {
-            std::string reason = e.code() == beast::error::timeout ? "connect timeout" : e.what();
+            std::string reason =
+                e.code() == beast::error::timeout ? "connect timeout" : e.code().message();
             throw ConnectionError(
                 fmt::format("Cannot connect to {}:{}: {}", endpoint.host, endpoint.port, reason));
         }
