@@ -998,8 +998,14 @@ HttpResponse Engine::finish_write(RequestInfo& rq, Lock& lock, json obj,
     if (current && current->at("metadata").contains("deletionTimestamp") &&
         string_list(obj["metadata"].value("finalizers", json::array())).empty()) {
         // The last finalizer is gone: the object goes away in the same request.
+        // As in Kubernetes, the DELETED event and the response show the written object (without
+        // finalizers) at the deletion's resourceVersion, so writers can wait for their own write.
         json* stored = find_object(res, rq.ns, rq.name);
-        if (stored) commit_delete(res, rq.ns, rq.name);
+        if (stored) {
+            *stored = obj;
+            commit_delete(res, rq.ns, rq.name);
+            obj["metadata"]["resourceVersion"] = std::to_string(rv_);
+        }
         response.body = to_view(res, rq.version, obj).dump();
         return response;
     }

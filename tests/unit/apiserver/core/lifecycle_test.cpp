@@ -86,3 +86,24 @@ TEST(Namespaces, TerminatingNamespaceRefusesCreates) {
           {{"metadata", {{"finalizers", nullptr}}}});
     EXPECT_EQ(get(core, "/api/v1/namespaces/team").status, 404);
 }
+
+// Operators wait for the resourceVersion their write returned; when removing the last finalizer
+// deletes the object, that version must be the one of the DELETED event they will see.
+TEST(Finalizers, RemovingTheLastOneAnswersWithTheDeletionsResourceVersion) {
+    ApiCore core({});
+    json held = configmap("held");
+    held["metadata"]["finalizers"] = {"example.com/hold"};
+    post(core, kCms, held);
+    del(core, kCms + "/held");
+    std::string rv = get(core, kCms).body["metadata"]["resourceVersion"];
+    auto sink = watch(core, kCms, {{"resourceVersion", rv}});
+    auto released = patch(core, kCms + "/held", {{"metadata", {{"finalizers", nullptr}}}});
+    ASSERT_EQ(released.status, 200) << released.raw;
+    ASSERT_TRUE(sink->wait_for_count(1));
+    auto events = sink->events();
+    ASSERT_EQ(events.size(), 1U) << "no MODIFIED event before the DELETED one";
+    EXPECT_EQ(events[0]["type"], "DELETED");
+    EXPECT_EQ(events[0]["object"]["metadata"]["resourceVersion"],
+              released.body["metadata"]["resourceVersion"]);
+    EXPECT_FALSE(events[0]["object"]["metadata"].contains("finalizers"));
+}
