@@ -69,6 +69,17 @@ AsioAwaiter<T> on_loop(asio::io_context& io, asio::awaitable<T> awaitable) {
     return AsioAwaiter<T>{io, std::move(awaitable), std::nullopt, nullptr};
 }
 
+// The message of a failed coroutine's exception, for the log line about it.
+std::string describe(std::exception_ptr error) {
+    try {
+        std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+        return e.what();
+    } catch (...) {
+        return "unknown error";
+    }
+}
+
 std::string metadata_field(const json& body, const char* field) {
     if (!body.is_object()) return "";
     auto meta = body.find("metadata");
@@ -276,27 +287,32 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         auto self = shared_from_this();
         const std::string where = namespace_.empty() ? "cluster-wide" : "in " + namespace_;
         logger("kopf.reactor.queueing")->debug("Watching {} {}.", resource.to_string(), where);
+        watch_until_stopped(
+            resource, namespace_, stop,
+            [self, resource](clients::WatchEvent&& event) {
+                self->on_watch_event(resource, std::move(event));
+            },
+            "kopf.reactor.queueing",
+            fmt::format("Watching {} {} has failed", resource.to_string(), where));
+    }
+
+    // Runs one watch loop of `resource` on the loop until `stop`; its end is logged, never fatal.
+    void watch_until_stopped(const structs::Resource& resource, const std::string& namespace_,
+                             std::shared_ptr<clients::StopSignal> stop,
+                             std::function<void(clients::WatchEvent&&)> on_event,
+                             const char* logger_name, std::string failure) {
+        auto self = shared_from_this();
         asio::co_spawn(
             io,
-            [self, resource, namespace_, stop]() -> asio::awaitable<void> {
+            [self, resource, namespace_, stop,
+             on_event = std::move(on_event)]() -> asio::awaitable<void> {
                 // Named first: g++ 12 destroys argument temporaries of a co_await twice.
-                auto watching = self->api.watch_objs(
-                    resource, namespace_, self->watch_settings(), {},
-                    [self, resource](clients::WatchEvent&& event) {
-                        self->on_watch_event(resource, std::move(event));
-                    },
-                    stop.get());
+                auto watching = self->api.watch_objs(resource, namespace_, self->watch_settings(),
+                                                     {}, on_event, stop.get());
                 co_await std::move(watching);
             },
-            [resource, where](std::exception_ptr error) {
-                if (!error) return;
-                try {
-                    std::rethrow_exception(error);
-                } catch (const std::exception& e) {
-                    logger("kopf.reactor.queueing")
-                        ->error("Watching {} {} has failed: {}", resource.to_string(), where,
-                                e.what());
-                }
+            [logger_name, failure = std::move(failure)](std::exception_ptr error) {
+                if (error) logger(logger_name)->error("{}: {}", failure, describe(error));
             });
     }
 
@@ -319,32 +335,18 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         auto self = shared_from_this();
         auto stop = std::make_shared<clients::StopSignal>();
         observers.push_back(stop);
-        asio::co_spawn(
-            io,
-            [self, stop]() -> asio::awaitable<void> {
-                auto watching = self->api.watch_objs(
-                    *self->namespaces_resource, "", self->watch_settings(), {},
-                    [self](clients::WatchEvent&& event) {
-                        const std::string name = metadata_field(event.object, "name");
-                        if (!self->scope.matches(name)) return;
-                        const bool gone = event.type == "DELETED";
-                        if (gone ? self->namespaces.erase(name) > 0
-                                 : self->namespaces.insert(name).second) {
-                            self->update_watchers();
-                        }
-                    },
-                    stop.get());
-                co_await std::move(watching);
-            },
-            [](std::exception_ptr error) {
-                if (!error) return;
-                try {
-                    std::rethrow_exception(error);
-                } catch (const std::exception& e) {
-                    logger("kopf.reactor.observation")
-                        ->error("Namespace observation failed: {}", e.what());
+        watch_until_stopped(
+            *namespaces_resource, "", stop,
+            [self](clients::WatchEvent&& event) {
+                const std::string name = metadata_field(event.object, "name");
+                if (!self->scope.matches(name)) return;
+                const bool gone = event.type == "DELETED";
+                if (gone ? self->namespaces.erase(name) > 0
+                         : self->namespaces.insert(name).second) {
+                    self->update_watchers();
                 }
-            });
+            },
+            "kopf.reactor.observation", "Namespace observation failed");
     }
 
     // CRDs created or deleted: rescan the API and start or stop the watchers.
@@ -352,27 +354,13 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         auto self = shared_from_this();
         auto stop = std::make_shared<clients::StopSignal>();
         observers.push_back(stop);
-        asio::co_spawn(
-            io,
-            [self, stop]() -> asio::awaitable<void> {
-                auto watching = self->api.watch_objs(
-                    *self->crds, "", self->watch_settings(), {},
-                    [self](clients::WatchEvent&& event) {
-                        if (event.seen_by_listing) return;
-                        self->schedule_rescan();
-                    },
-                    stop.get());
-                co_await std::move(watching);
+        watch_until_stopped(
+            *crds, "", stop,
+            [self](clients::WatchEvent&& event) {
+                if (event.seen_by_listing) return;
+                self->schedule_rescan();
             },
-            [](std::exception_ptr error) {
-                if (!error) return;
-                try {
-                    std::rethrow_exception(error);
-                } catch (const std::exception& e) {
-                    logger("kopf.reactor.observation")
-                        ->error("CRD observation failed: {}", e.what());
-                }
-            });
+            "kopf.reactor.observation", "CRD observation failed");
     }
 
     void schedule_rescan() {
@@ -383,12 +371,9 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         executor.post_after(0.5, [self] {
             self->rescan_pending = false;
             asio::co_spawn(self->io, self->rescan(), [](std::exception_ptr error) {
-                if (!error) return;
-                try {
-                    std::rethrow_exception(error);
-                } catch (const std::exception& e) {
+                if (error) {
                     logger("kopf.reactor.observation")
-                        ->error("Resource rescanning failed: {}", e.what());
+                        ->error("Resource rescanning failed: {}", describe(error));
                 }
             });
         });
@@ -403,12 +388,8 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             [self, key, done = std::move(done)](std::exception_ptr error,
                                                 std::optional<std::optional<std::string>> version) {
                 if (error) {
-                    try {
-                        std::rethrow_exception(error);
-                    } catch (const std::exception& e) {
-                        logger("kopf.reactor.processing")
-                            ->error("Processing of {} has failed: {}", key, e.what());
-                    }
+                    logger("kopf.reactor.processing")
+                        ->error("Processing of {} has failed: {}", key, describe(error));
                 }
                 done(version ? *version : std::nullopt);
             });
@@ -521,14 +502,9 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
                 [self](std::exception_ptr error, json) {
                     --self->posts_in_flight;
                     if (error) {
-                        try {
-                            std::rethrow_exception(error);
-                        } catch (const std::exception& e) {
-                            logger("kopf.objects")
-                                ->warn(
-                                    "Failed to post an event. Ignoring and continuing. Error: {}",
-                                    e.what());
-                        }
+                        logger("kopf.objects")
+                            ->warn("Failed to post an event. Ignoring and continuing. Error: {}",
+                                   describe(error));
                     }
                     self->check_stopped();
                 });
