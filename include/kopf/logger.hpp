@@ -17,27 +17,33 @@ class Logger {
   public:
     virtual ~Logger() = default;
     virtual void log(LogLevel level, std::string_view message) = 0;
+    /// Whether a message of this level goes anywhere; the placeholders of messages that do
+    /// not are never formatted (bodies in debug messages are costly to render).
+    virtual bool enabled_for(LogLevel level) const {
+        (void)level;
+        return true;
+    }
 
     template <class... A>
     void debug(std::string_view f, const A&... a) {
-        log(LogLevel::DEBUG, format(f, a...));
+        if (enabled_for(LogLevel::DEBUG)) log(LogLevel::DEBUG, format(f, a...));
     }
     template <class... A>
     void info(std::string_view f, const A&... a) {
-        log(LogLevel::INFO, format(f, a...));
+        if (enabled_for(LogLevel::INFO)) log(LogLevel::INFO, format(f, a...));
     }
     template <class... A>
     void warning(std::string_view f, const A&... a) {
-        log(LogLevel::WARNING, format(f, a...));
+        if (enabled_for(LogLevel::WARNING)) log(LogLevel::WARNING, format(f, a...));
     }
     template <class... A>
     void error(std::string_view f, const A&... a) {
-        log(LogLevel::ERROR, format(f, a...));
+        if (enabled_for(LogLevel::ERROR)) log(LogLevel::ERROR, format(f, a...));
     }
     /// An error with the current exception's description, as Python's logger.exception().
     template <class... A>
     void exception(std::string_view f, const A&... a) {
-        log(LogLevel::ERROR, format(f, a...));
+        if (enabled_for(LogLevel::ERROR)) log(LogLevel::ERROR, format(f, a...));
     }
 
     /// Replaces each `{}` with the next argument (streamed with operator<<).

@@ -15,6 +15,7 @@
 
 #include "clients/auth.hpp"
 #include "clients/backoff.hpp"
+#include "clients/json_codec.hpp"
 #include "clients/lines.hpp"
 #include "clients/transport.hpp"
 
@@ -58,7 +59,7 @@ std::optional<double> retry_after_from_body(const std::string& body) {
 
 json parse_body(const std::string& body, const std::string& what) {
     if (body.empty()) return nullptr;
-    auto parsed = json::parse(body, nullptr, false);
+    auto parsed = parse_json_or_discarded(body);
     if (parsed.is_discarded()) {
         throw ApiError(200, json::object(),
                        fmt::format("{}: the answer is not JSON: {}", what, body.substr(0, 200)));
@@ -258,7 +259,7 @@ struct ApiClient::Impl {
         request.method = method;
         request.target = path;
         if (body) {
-            request.body = body->dump();
+            request.body = dump_json(*body);
             request.content_type = content_type;
         }
         auto response = co_await send(std::move(request));
@@ -526,7 +527,7 @@ Awaitable<void> ApiClient::watch_objs(Resource resource, std::string namespace_,
             }
             LineSplitter lines;
             auto on_line = [&](std::string_view line) {
-                auto event = json::parse(line, nullptr, false);
+                auto event = parse_json_or_discarded(line);
                 if (event.is_discarded() || !event.is_object() || !event.contains("object")) {
                     throw WatchingError(fmt::format("Malformed line in the watch stream of {}: {}",
                                                     name, std::string(line.substr(0, 200))));

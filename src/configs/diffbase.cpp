@@ -1,33 +1,50 @@
 // Diff-base storages (configs/diffbase.py): the essence of an object and where it is kept.
 #include <kopf/storage.hpp>
 
+#include "clients/json_codec.hpp"
 #include "structs/dicts.hpp"
 
 namespace kopf {
 
 namespace {
-// Kopf writes json.dumps(essence): the spec (and other top-level fields) first, metadata last.
+// Kopf writes json.dumps(essence): the spec (and other top-level fields) first, metadata last,
+// and in metadata the labels and annotations first.
+void append_member(std::string& out, bool& first, const std::string& key, const json& value) {
+    if (!first) out += ',';
+    first = false;
+    clients::append_json(out, json(key));
+    out += ':';
+    clients::append_json(out, value);
+}
+
 std::string dump_essence(const json& essence) {
-    nlohmann::ordered_json out = nlohmann::ordered_json::object();
-    if (essence.is_object()) {
-        for (auto it = essence.begin(); it != essence.end(); ++it) {
-            if (it.key() != "metadata")
-                out[it.key()] = nlohmann::ordered_json::parse(it.value().dump());
-        }
-        if (essence.contains("metadata")) {
-            nlohmann::ordered_json meta = nlohmann::ordered_json::object();
-            const auto& m = essence["metadata"];
-            for (const char* k : {"labels", "annotations"}) {
-                if (m.contains(k)) meta[k] = nlohmann::ordered_json::parse(m[k].dump());
-            }
-            for (auto it = m.begin(); it != m.end(); ++it) {
-                if (it.key() != "labels" && it.key() != "annotations")
-                    meta[it.key()] = nlohmann::ordered_json::parse(it.value().dump());
-            }
-            out["metadata"] = std::move(meta);
-        }
+    if (!essence.is_object()) return "{}";
+    std::string out = "{";
+    bool first = true;
+    for (const auto& [key, value] : essence.items()) {
+        if (key != "metadata") append_member(out, first, key, value);
     }
-    return out.dump();
+    const auto meta = essence.find("metadata");
+    if (meta != essence.end()) {
+        std::string inner = "{";
+        bool inner_first = true;
+        if (meta->is_object()) {
+            for (const char* k : {"labels", "annotations"}) {
+                if (meta->contains(k)) append_member(inner, inner_first, k, (*meta)[k]);
+            }
+            for (const auto& [key, value] : meta->items()) {
+                if (key != "labels" && key != "annotations")
+                    append_member(inner, inner_first, key, value);
+            }
+        }
+        inner += '}';
+        if (!first) out += ',';
+        first = false;
+        out += "\"metadata\":";
+        out += inner;
+    }
+    out += '}';
+    return out;
 }
 
 bool is_kopf_managed_prefix(const json& annotations, const std::string& prefix) {
@@ -94,7 +111,7 @@ std::optional<json> AnnotationsDiffBaseStorage::fetch(const json& body) const {
     for (const auto& full_key : make_keys(key_, &body)) {
         const json* encoded = dicts::resolve(body, {"metadata", "annotations", full_key});
         if (encoded && encoded->is_string()) {
-            auto decoded = json::parse(encoded->get<std::string>(), nullptr, false);
+            auto decoded = clients::parse_json_or_discarded(encoded->get<std::string>());
             if (!decoded.is_discarded() && !decoded.is_null()) return decoded;
         }
     }
@@ -123,7 +140,7 @@ json StatusDiffBaseStorage::build(const json& body,
 std::optional<json> StatusDiffBaseStorage::fetch(const json& body) const {
     const json* encoded = dicts::resolve(body, field_);
     if (!encoded || !encoded->is_string()) return std::nullopt;
-    auto decoded = json::parse(encoded->get<std::string>(), nullptr, false);
+    auto decoded = clients::parse_json_or_discarded(encoded->get<std::string>());
     if (decoded.is_discarded() || decoded.is_null()) return std::nullopt;
     return decoded;
 }

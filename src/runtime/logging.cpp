@@ -7,6 +7,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <mutex>
@@ -21,6 +22,7 @@ thread_local const ObjectRef* current_object = nullptr;
 
 std::mutex hook_mutex;
 ObjectLogHook object_hook;
+std::atomic<spdlog::level::level_enum> object_hook_minimal{spdlog::level::off};
 
 const char* level_name(spdlog::level::level_enum level) {
     switch (level) {
@@ -187,9 +189,15 @@ void log_object(spdlog::level::level_enum level, const ObjectRef& ref, std::stri
     if (hook) hook(level, ref, message);
 }
 
-void set_object_log_hook(ObjectLogHook hook) {
+void set_object_log_hook(ObjectLogHook hook, spdlog::level::level_enum minimal) {
     std::lock_guard lock(hook_mutex);
     object_hook = std::move(hook);
+    object_hook_minimal = object_hook ? minimal : spdlog::level::off;
+}
+
+bool object_logging_enabled(spdlog::level::level_enum level) {
+    static auto objects = logger("kopf.objects");
+    return objects->should_log(level) || level >= object_hook_minimal.load();
 }
 
 std::shared_ptr<spdlog::logger> logger(const std::string& name) {

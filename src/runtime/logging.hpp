@@ -57,7 +57,12 @@ void log_object(spdlog::level::level_enum level, const ObjectRef& ref, std::stri
 // Called for every object log record; installed by the running operator for settings.posting.
 using ObjectLogHook =
     std::function<void(spdlog::level::level_enum, const ObjectRef&, std::string_view)>;
-void set_object_log_hook(ObjectLogHook hook);
+// `minimal`: the lowest level the hook acts on (lower levels are not even formatted).
+void set_object_log_hook(ObjectLogHook hook,
+                         spdlog::level::level_enum minimal = spdlog::level::trace);
+
+// Whether an object log record of this level would be written or handed to the hook.
+bool object_logging_enabled(spdlog::level::level_enum level);
 
 // The spdlog logger with the given dotted name (e.g. "kopf.activities"), created on first use.
 std::shared_ptr<spdlog::logger> logger(const std::string& name);

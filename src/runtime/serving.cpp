@@ -92,25 +92,10 @@ class ObjectLogger final : public kopf::Logger {
   public:
     explicit ObjectLogger(ObjectRef ref) : ref_(std::move(ref)) {}
     void log(LogLevel level, std::string_view message) override {
-        auto spd = spdlog::level::info;
-        switch (level) {
-            case LogLevel::DEBUG:
-                spd = spdlog::level::debug;
-                break;
-            case LogLevel::INFO:
-                spd = spdlog::level::info;
-                break;
-            case LogLevel::WARNING:
-                spd = spdlog::level::warn;
-                break;
-            case LogLevel::ERROR:
-                spd = spdlog::level::err;
-                break;
-            case LogLevel::CRITICAL:
-                spd = spdlog::level::critical;
-                break;
-        }
-        log_object(spd, ref_, message);
+        log_object(reactor::spdlog_level_of(level), ref_, message);
+    }
+    bool enabled_for(LogLevel level) const override {
+        return object_logging_enabled(reactor::spdlog_level_of(level));
     }
 
   private:
@@ -548,22 +533,25 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             settings.posting.enabled);
         if (settings.posting.enabled && settings.posting.loggers) {
             const auto minimal = settings.posting.level;
-            set_object_log_hook([minimal](spdlog::level::level_enum level, const ObjectRef& ref,
-                                          std::string_view message) {
-                const LogLevel kopf_level = level >= spdlog::level::critical ? LogLevel::CRITICAL
-                                            : level >= spdlog::level::err    ? LogLevel::ERROR
-                                            : level >= spdlog::level::warn   ? LogLevel::WARNING
-                                            : level >= spdlog::level::info   ? LogLevel::INFO
-                                                                             : LogLevel::DEBUG;
-                if (kopf_level < minimal) return;
-                const json object = {
-                    {"apiVersion", ref.api_version},
-                    {"kind", ref.kind},
-                    {"metadata",
-                     {{"name", ref.name}, {"namespace", ref.namespace_}, {"uid", ref.uid}}}};
-                post_event(object, event_type_for_level(kopf_level), "Logging",
-                           std::string(message));
-            });
+            set_object_log_hook(
+                [minimal](spdlog::level::level_enum level, const ObjectRef& ref,
+                          std::string_view message) {
+                    const LogLevel kopf_level = level >= spdlog::level::critical
+                                                    ? LogLevel::CRITICAL
+                                                : level >= spdlog::level::err  ? LogLevel::ERROR
+                                                : level >= spdlog::level::warn ? LogLevel::WARNING
+                                                : level >= spdlog::level::info ? LogLevel::INFO
+                                                                               : LogLevel::DEBUG;
+                    if (kopf_level < minimal) return;
+                    const json object = {
+                        {"apiVersion", ref.api_version},
+                        {"kind", ref.kind},
+                        {"metadata",
+                         {{"name", ref.name}, {"namespace", ref.namespace_}, {"uid", ref.uid}}}};
+                    post_event(object, event_type_for_level(kopf_level), "Logging",
+                               std::string(message));
+                },
+                reactor::spdlog_level_of(minimal));
         }
         drain_events();
         on_ready();

@@ -11,31 +11,32 @@ class SpdlogObjectLogger final : public Logger {
   public:
     explicit SpdlogObjectLogger(std::string prefix) : prefix_(std::move(prefix)) {}
     void log(LogLevel level, std::string_view message) override {
-        auto lvl = spdlog::level::info;
-        switch (level) {
-            case LogLevel::DEBUG:
-                lvl = spdlog::level::debug;
-                break;
-            case LogLevel::INFO:
-                lvl = spdlog::level::info;
-                break;
-            case LogLevel::WARNING:
-                lvl = spdlog::level::warn;
-                break;
-            case LogLevel::ERROR:
-                lvl = spdlog::level::err;
-                break;
-            case LogLevel::CRITICAL:
-                lvl = spdlog::level::critical;
-                break;
-        }
-        spdlog::log(lvl, "{}{}", prefix_, message);
+        spdlog::log(spdlog_level_of(level), "{}{}", prefix_, message);
+    }
+    bool enabled_for(LogLevel level) const override {
+        return spdlog::default_logger_raw()->should_log(spdlog_level_of(level));
     }
 
   private:
     std::string prefix_;
 };
 }  // namespace
+
+spdlog::level::level_enum spdlog_level_of(LogLevel level) {
+    switch (level) {
+        case LogLevel::DEBUG:
+            return spdlog::level::debug;
+        case LogLevel::INFO:
+            return spdlog::level::info;
+        case LogLevel::WARNING:
+            return spdlog::level::warn;
+        case LogLevel::ERROR:
+            return spdlog::level::err;
+        case LogLevel::CRITICAL:
+            return spdlog::level::critical;
+    }
+    return spdlog::level::info;
+}
 
 std::shared_ptr<Logger> make_object_logger(const json& body) {
     const json* ns = dicts::resolve(body, {"metadata", "namespace"});

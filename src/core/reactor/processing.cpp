@@ -109,7 +109,7 @@ Task<std::vector<double>> process_changing_cause(const ProcessingEnv& env, const
         }
         if (!state.extras().empty()) state.purge(body, patch, storage, owned_ids);
 
-        logger.debug("{} is in progress: {}", capitalize(title), body.dump());
+        logger.debug("{} is in progress: {}", capitalize(title), body);
         if (cause.diff && cause.old && cause.new_)
             logger.debug("{} diff: {}", capitalize(title), cause.diff);
 
@@ -298,16 +298,21 @@ Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
     auto logger_ptr =
         env.make_logger ? env.make_logger(outcome.body) : make_object_logger(outcome.body);
     Logger& logger = *logger_ptr;
+    // Purged progress leaves empty stanzas behind ({"metadata":{"annotations":{}}}): they
+    // change nothing, so they cost no request (a resume of a handled object writes nothing).
+    dicts::remove_empty_stanzas(outcome.patch.merge);
     const bool patched = !outcome.patch.empty();
 
     json body_patch = outcome.body_merge_patch(resource);
     if (body_patch.is_object() && !body_patch.empty()) {
+        logger.debug("Patching with: {}", body_patch);
         auto r = co_await applier.merge_patch(resource, outcome.body, body_patch, false);
         if (!r.found) co_return result;
         if (r.resource_version) result.resource_version = r.resource_version;
     }
     json status_patch = outcome.status_merge_patch(resource);
     if (!status_patch.is_null()) {
+        logger.debug("Patching the status with: {}", status_patch);
         auto r = co_await applier.merge_patch(resource, outcome.body, status_patch, true);
         if (!r.found) co_return result;
         if (r.resource_version) result.resource_version = r.resource_version;
@@ -321,6 +326,7 @@ Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
         }
         json ops = outcome.patch.build_json_patch(fresh);
         if (!ops.empty()) {
+            logger.debug("Patching with: {}", ops);
             auto r = co_await applier.json_patch(resource, fresh, ops, false);
             if (r.conflict) {
                 memory.remaining_fns = outcome.patch.fns;  // retried on the next event

@@ -16,6 +16,8 @@
 // The API writes go through `PatchApplier`, which the runtime implements with the API client.
 #pragma once
 
+#include <spdlog/common.h>
+
 #include <functional>
 #include <kopf/json.hpp>
 #include <kopf/logger.hpp>
@@ -130,5 +132,8 @@ json touch_patch(const OperatorSettings& settings, const json& body, actions::Ti
 
 /// The default object logger: spdlog with a "[namespace/name] " prefix.
 std::shared_ptr<Logger> make_object_logger(const json& body);
+
+/// Kopf's log levels as spdlog's.
+spdlog::level::level_enum spdlog_level_of(LogLevel level);
 
 }  // namespace kopf::reactor

@@ -1,0 +1,257 @@
+#include "clients/json_codec.hpp"
+
+#include <boost/json/basic_parser_impl.hpp>
+#include <charconv>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+namespace kopf::clients {
+namespace {
+
+namespace bj = boost::json;
+
+// Builds nlohmann values straight from Boost.JSON's SAX events: no intermediate document.
+class Builder {
+  public:
+    constexpr static std::size_t max_object_size = std::size_t(-1);
+    constexpr static std::size_t max_array_size = std::size_t(-1);
+    constexpr static std::size_t max_key_size = std::size_t(-1);
+    constexpr static std::size_t max_string_size = std::size_t(-1);
+
+    json root;
+
+    bool on_document_begin(bj::error_code&) { return true; }
+    bool on_document_end(bj::error_code&) { return true; }
+    bool on_object_begin(bj::error_code&) {
+        stack_.push_back(place(json::object()));
+        return true;
+    }
+    bool on_object_end(std::size_t, bj::error_code&) {
+        stack_.pop_back();
+        return true;
+    }
+    bool on_array_begin(bj::error_code&) {
+        stack_.push_back(place(json::array()));
+        return true;
+    }
+    bool on_array_end(std::size_t, bj::error_code&) {
+        stack_.pop_back();
+        return true;
+    }
+    bool on_key_part(bj::string_view s, std::size_t, bj::error_code&) {
+        key_.append(s.data(), s.size());
+        return true;
+    }
+    bool on_key(bj::string_view s, std::size_t, bj::error_code&) {
+        key_.append(s.data(), s.size());
+        return true;
+    }
+    bool on_string_part(bj::string_view s, std::size_t, bj::error_code&) {
+        text_.append(s.data(), s.size());
+        return true;
+    }
+    bool on_string(bj::string_view s, std::size_t, bj::error_code&) {
+        text_.append(s.data(), s.size());
+        place(json(std::move(text_)));
+        text_.clear();
+        return true;
+    }
+    bool on_number_part(bj::string_view s, bj::error_code&) {
+        number_.append(s.data(), s.size());
+        return true;
+    }
+    // nlohmann keeps non-negative integers as unsigned: do the same, so values compare and
+    // report their types identically whichever parser read them.
+    bool on_int64(std::int64_t i, bj::string_view, bj::error_code&) {
+        number_.clear();
+        if (i >= 0)
+            place(json(static_cast<std::uint64_t>(i)));
+        else
+            place(json(i));
+        return true;
+    }
+    bool on_uint64(std::uint64_t u, bj::string_view, bj::error_code&) {
+        number_.clear();
+        place(json(u));
+        return true;
+    }
+    // Re-read the text with from_chars for correctly rounded doubles, as nlohmann's strtod.
+    // Out-of-range numbers are errors, as in nlohmann (which has no infinity).
+    bool on_double(double d, bj::string_view s, bj::error_code& error) {
+        number_.append(s.data(), s.size());
+        double exact = d;
+        const auto [end, status] =
+            std::from_chars(number_.data(), number_.data() + number_.size(), exact);
+        number_.clear();
+        if (status != std::errc()) exact = d;  // out of range: Boost's infinity or zero
+        if (!std::isfinite(exact)) {
+            error = bj::error::exponent_overflow;
+            return false;
+        }
+        place(json(exact));
+        return true;
+    }
+    bool on_bool(bool b, bj::error_code&) {
+        place(json(b));
+        return true;
+    }
+    bool on_null(bj::error_code&) {
+        place(json(nullptr));
+        return true;
+    }
+    bool on_comment_part(bj::string_view, bj::error_code&) { return true; }
+    bool on_comment(bj::string_view, bj::error_code&) { return true; }
+
+  private:
+    json* place(json value) {
+        if (stack_.empty()) {
+            root = std::move(value);
+            return &root;
+        }
+        json* top = stack_.back();
+        if (top->is_array()) {
+            auto& array = top->get_ref<json::array_t&>();
+            array.push_back(std::move(value));
+            return &array.back();
+        }
+        auto& object = top->get_ref<json::object_t&>();
+        auto it = object.insert_or_assign(std::move(key_), std::move(value)).first;
+        key_.clear();
+        return &it->second;
+    }
+
+    std::vector<json*> stack_;
+    std::string key_;
+    std::string text_;
+    std::string number_;
+};
+
+bool is_json_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+// Returns an empty string on success, else the error with its offset.
+std::string parse_into(std::string_view text, json& out) {
+    bj::parse_options options;
+    options.max_depth = 100000;  // nlohmann has no depth limit; CRD schemas nest deeply
+    bj::basic_parser<Builder> parser(options);
+    bj::error_code error;
+    const std::size_t used = parser.write_some(false, text.data(), text.size(), error);
+    if (error) return error.message() + " at offset " + std::to_string(used);
+    for (std::size_t i = used; i < text.size(); ++i) {
+        if (!is_json_space(text[i]))
+            return "extra data after the JSON value at offset " + std::to_string(i);
+    }
+    out = std::move(parser.handler().root);
+    return {};
+}
+
+constexpr char kHex[] = "0123456789abcdef";
+
+// nlohmann's escaping: the short escapes, other control characters as \u00xx, the rest as is.
+void append_string(std::string& out, const std::string& s) {
+    for (unsigned char c : s) {
+        if (c >= 0x80) {  // non-ASCII: let nlohmann validate the UTF-8 (it throws on bad bytes)
+            out += json(s).dump();
+            return;
+        }
+    }
+    out += '"';
+    std::size_t run = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        out.append(s, run, i - run);
+        run = i + 1;
+        switch (c) {
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\b':
+                out += "\\b";
+                break;
+            case '\f':
+                out += "\\f";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            default:
+                out += "\\u00";
+                out += kHex[c >> 4];
+                out += kHex[c & 0xF];
+        }
+    }
+    out.append(s, run, std::string::npos);
+    out += '"';
+}
+
+}  // namespace
+
+json parse_json(std::string_view text) {
+    json out;
+    if (auto error = parse_into(text, out); !error.empty())
+        throw std::invalid_argument("Invalid JSON: " + error);
+    return out;
+}
+
+json parse_json_or_discarded(std::string_view text) noexcept {
+    json out;
+    try {
+        if (parse_into(text, out).empty()) return out;
+    } catch (...) {
+    }
+    return json(json::value_t::discarded);
+}
+
+void append_json(std::string& out, const json& value) {
+    switch (value.type()) {
+        case json::value_t::object: {
+            out += '{';
+            bool first = true;
+            for (const auto& [key, item] : value.get_ref<const json::object_t&>()) {
+                if (!first) out += ',';
+                first = false;
+                append_string(out, key);
+                out += ':';
+                append_json(out, item);
+            }
+            out += '}';
+            return;
+        }
+        case json::value_t::array: {
+            out += '[';
+            bool first = true;
+            for (const auto& item : value.get_ref<const json::array_t&>()) {
+                if (!first) out += ',';
+                first = false;
+                append_json(out, item);
+            }
+            out += ']';
+            return;
+        }
+        case json::value_t::string:
+            append_string(out, value.get_ref<const std::string&>());
+            return;
+        default:
+            out += value.dump();  // numbers, booleans, null: small, and nlohmann's formatting
+    }
+}
+
+std::string dump_json(const json& value) {
+    std::string out;
+    append_json(out, value);
+    return out;
+}
+
+}  // namespace kopf::clients

@@ -1,0 +1,25 @@
+// Fast JSON text <-> kopf::json for the hot paths (watch lines, response and request bodies,
+// diff-base annotations). nlohmann's own parser and serializer work byte by byte; these produce
+// the same values and the same text several times faster (see bench/micro_bench.cpp).
+#pragma once
+
+#include <kopf/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace kopf::clients {
+
+/// Parses one JSON document (Boost.JSON's parser building nlohmann values directly).
+/// Throws std::invalid_argument naming the error and its offset on malformed input.
+json parse_json(std::string_view text);
+
+/// As parse_json(), but returns a discarded value (json::value_t::discarded) on malformed input.
+json parse_json_or_discarded(std::string_view text) noexcept;
+
+/// Exactly json.dump() (compact, UTF-8 as is, strict about invalid UTF-8), faster.
+std::string dump_json(const json& value);
+
+/// Appends dump_json(value) to `out`.
+void append_json(std::string& out, const json& value);
+
+}  // namespace kopf::clients

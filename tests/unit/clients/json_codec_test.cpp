@@ -1,0 +1,139 @@
+// The fast JSON codec must be indistinguishable from nlohmann's parse() and dump().
+#include "clients/json_codec.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+using kopf::json;
+using kopf::clients::dump_json;
+using kopf::clients::parse_json;
+using kopf::clients::parse_json_or_discarded;
+
+namespace {
+
+std::string random_text(std::mt19937& rng) {
+    static const std::vector<std::string> pieces = {"a",
+                                                    "Z",
+                                                    "9",
+                                                    " ",
+                                                    "\"",
+                                                    "\\",
+                                                    "/",
+                                                    "\n",
+                                                    "\t",
+                                                    "\r",
+                                                    "\b",
+                                                    "\f",
+                                                    std::string(1, '\x01'),
+                                                    std::string(1, '\x1f'),
+                                                    "\x7f",
+                                                    "é",
+                                                    "ü",
+                                                    "日本",
+                                                    "🙂",
+                                                    "kopf.zalando.org/",
+                                                    "{}",
+                                                    "[]"};
+    std::uniform_int_distribution<std::size_t> length(0, 12), piece(0, pieces.size() - 1);
+    std::string out;
+    for (std::size_t i = length(rng); i > 0; --i) out += pieces[piece(rng)];
+    return out;
+}
+
+json random_value(std::mt19937& rng, int depth) {
+    std::uniform_int_distribution<int> kind(0, depth > 4 ? 5 : 7);
+    switch (kind(rng)) {
+        case 0:
+            return nullptr;
+        case 1:
+            return std::uniform_int_distribution<int>(0, 1)(rng) == 1;
+        case 2:
+            return std::uniform_int_distribution<std::int64_t>(-1'000'000'000'000,
+                                                               1'000'000'000'000)(rng);
+        case 3:
+            return std::uniform_real_distribution<double>(-1e6, 1e6)(rng);
+        case 4:
+            return std::uniform_int_distribution<std::uint64_t>()(rng);
+        case 5:
+            return random_text(rng);
+        case 6: {
+            json array = json::array();
+            for (int i = std::uniform_int_distribution<int>(0, 4)(rng); i > 0; --i)
+                array.push_back(random_value(rng, depth + 1));
+            return array;
+        }
+        default: {
+            json object = json::object();
+            for (int i = std::uniform_int_distribution<int>(0, 5)(rng); i > 0; --i)
+                object[random_text(rng)] = random_value(rng, depth + 1);
+            return object;
+        }
+    }
+}
+
+}  // namespace
+
+TEST(JsonCodec, DumpsExactlyAsNlohmannDoes) {
+    std::mt19937 rng(20261122);
+    for (int i = 0; i < 2000; ++i) {
+        const json value = random_value(rng, 0);
+        ASSERT_EQ(dump_json(value), value.dump()) << "value #" << i;
+    }
+}
+
+TEST(JsonCodec, ParsesToTheSameValuesAndTypesAsNlohmann) {
+    std::mt19937 rng(7);
+    for (int i = 0; i < 2000; ++i) {
+        const std::string text = random_value(rng, 0).dump();
+        const json ours = parse_json(text);
+        const json theirs = json::parse(text);
+        ASSERT_EQ(ours, theirs) << text;
+        ASSERT_EQ(ours.dump(), theirs.dump()) << text;  // same types: unsigned stays unsigned
+    }
+}
+
+TEST(JsonCodec, NonNegativeIntegersAreUnsignedAsInNlohmann) {
+    EXPECT_TRUE(parse_json("5").is_number_unsigned());
+    EXPECT_TRUE(parse_json("-5").is_number_integer());
+    EXPECT_FALSE(parse_json("-5").is_number_unsigned());
+    EXPECT_EQ(parse_json("18446744073709551615").get<std::uint64_t>(), 18446744073709551615ULL);
+    EXPECT_EQ(parse_json("0.1").get<double>(), json::parse("0.1").get<double>());
+    EXPECT_TRUE(parse_json_or_discarded("1e400").is_discarded());  // overflow, as in nlohmann
+    EXPECT_TRUE(json::parse("1e400", nullptr, false).is_discarded());
+    EXPECT_EQ(parse_json("1e-400"), json::parse("1e-400"));  // underflow is zero in both
+}
+
+TEST(JsonCodec, DuplicateKeysKeepTheLastValueAsNlohmannDoes) {
+    EXPECT_EQ(parse_json(R"({"a":1,"a":2})"), json::parse(R"({"a":1,"a":2})"));
+}
+
+TEST(JsonCodec, DeeplyNestedDocumentsParse) {
+    std::string text = std::string(5000, '[') + std::string(5000, ']');
+    EXPECT_EQ(parse_json(text), json::parse(text));
+}
+
+TEST(JsonCodec, MalformedInputIsRejectedWithTheOffset) {
+    for (const char* bad : {"", "{", "{\"a\":}", "[1,2", "tru", "{\"a\":1} x", "\"\xff\"",
+                            "{\"a\":1,}", "// comment\n{}", "NaN"}) {
+        EXPECT_THROW(parse_json(bad), std::invalid_argument) << bad;
+        EXPECT_TRUE(parse_json_or_discarded(bad).is_discarded()) << bad;
+        EXPECT_TRUE(json::parse(bad, nullptr, false).is_discarded()) << bad;  // as nlohmann
+    }
+    try {
+        parse_json("{\"a\": nope}");
+        FAIL();
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("offset"), std::string::npos) << e.what();
+    }
+}
+
+TEST(JsonCodec, TrailingWhitespaceIsAccepted) {
+    EXPECT_EQ(parse_json("{\"a\":1}\r\n  "), json({{"a", 1}}));
+}
+
+TEST(JsonCodec, InvalidUtf8IsRefusedWhenDumping) {
+    const json value = std::string("\xff\xfe");
+    EXPECT_THROW(dump_json(value), json::type_error);
+}
