@@ -16,43 +16,6 @@
 
 namespace {
 
-// Makes `child` a child of `owner`, as Kopf's kopf.adopt(): a controller owner reference, the
-// owner's namespace, a name generated from the owner's name, and the owner's labels (the
-// child's own values win).
-void adopt(kopf::json& child, const kopf::json& owner) {
-    const auto& owner_meta = owner.at("metadata");
-    auto& meta = child["metadata"];
-    if (!meta.is_object()) meta = kopf::json::object();
-
-    kopf::json reference = {
-        {"apiVersion", owner.value("apiVersion", "")},
-        {"kind", owner.value("kind", "")},
-        {"name", owner_meta.value("name", "")},
-        {"uid", owner_meta.value("uid", "")},
-        {"controller", true},
-        {"blockOwnerDeletion", true},
-    };
-    auto& references = meta["ownerReferences"];
-    if (!references.is_array()) references = kopf::json::array();
-    bool present = false;
-    for (const auto& existing : references) {
-        present = present || existing.value("uid", "") == reference["uid"];
-    }
-    if (!present) references.push_back(reference);
-
-    if (!meta.contains("name") && !meta.contains("generateName")) {
-        meta["generateName"] = owner_meta.value("name", "") + "-";
-    }
-    if (!meta.contains("namespace") && owner_meta.contains("namespace")) {
-        meta["namespace"] = owner_meta["namespace"];
-    }
-    if (owner_meta.contains("labels") && owner_meta["labels"].is_object()) {
-        for (const auto& [key, value] : owner_meta["labels"].items()) {
-            if (!meta["labels"].contains(key)) meta["labels"][key] = value;
-        }
-    }
-}
-
 // `kubectl create -f FILE -o json` with the object in a temporary file; the created object.
 kopf::json kubectl_create(const kopf::json& object) {
     char path[] = "/tmp/kopf-example-child-XXXXXX";
@@ -108,8 +71,8 @@ kopf::json create_fn(kopf::Context& ctx) {
              {"env", {{{"name", "FIELD"}, {"value", field}}}}}}}}},
     };
 
-    // Make it our child: the namespace, the name, the labels, the owner reference.
-    adopt(pod, ctx.body);
+    // Make it our child: the owner reference, the name prefix, the namespace and the labels.
+    kopf::adopt(pod, ctx.body);
 
     // Actually create the object by requesting the Kubernetes API.
     const kopf::json created = kubectl_create(pod);

@@ -12,7 +12,9 @@
 #include <kopf/context.hpp>
 #include <kopf/diff.hpp>
 #include <kopf/errors.hpp>
+#include <kopf/events.hpp>
 #include <kopf/filters.hpp>
+#include <kopf/hierarchies.hpp>
 #include <kopf/json.hpp>
 #include <kopf/logger.hpp>
 #include <kopf/memo.hpp>

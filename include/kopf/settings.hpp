@@ -23,9 +23,14 @@ struct ProcessSettings {
 };
 
 struct PostingSettings {
-    bool enabled = true;              ///< post explicit kopf::event()/info()/warn()/exception()
-    bool loggers = false;             ///< also post log lines of object loggers as k8s Events
-    LogLevel level = LogLevel::INFO;  ///< minimal level of posted log lines
+    /// Post Kubernetes Events at all: kopf::event()/info()/warn()/exception() and log lines.
+    bool enabled = true;
+    /// Also post the object loggers' lines (and the framework's own, e.g. "Handler 'x'
+    /// succeeded.") as Events with reason "Logging". Off by default as in Kopf 1.44+.
+    bool loggers = false;
+    /// The least level posted: log lines below it are not posted, nor info() below INFO,
+    /// warn() below WARNING, exception() below ERROR.
+    LogLevel level = LogLevel::INFO;
     std::string reporting_component = "kopf";
     std::string reporting_instance = "dev";
     std::string event_name_prefix = "kopf-event-";

@@ -26,6 +26,7 @@
 #include "runtime/command_line.hpp"
 #include "runtime/logging.hpp"
 #include "runtime/namespaces.hpp"
+#include "runtime/posting.hpp"
 #include "runtime/probes.hpp"
 #include "runtime/serving.hpp"
 
@@ -81,15 +82,22 @@ class LoopExecutor final : public kopf::Executor {
         for (auto& [id, timer] : timers_) timer->cancel();
     }
     void run_blocking(std::function<void()> work, std::function<void()> done) override {
+        ++blocking_;
         asio::post(pool_, [this, work = std::move(work), done = std::move(done)]() mutable {
             work();
+            --blocking_;
             asio::post(io_, std::move(done));
         });
     }
+    // Synchronous handlers still running in the pool.
+    std::size_t blocking() const { return blocking_; }
+    // Waits for the synchronous handlers still running; nothing new may be started after it.
+    void join() { pool_.join(); }
 
   private:
     asio::io_context& io_;
     asio::thread_pool pool_;
+    std::atomic<std::size_t> blocking_{0};
     std::map<unsigned long, std::shared_ptr<asio::steady_timer>> timers_;
     unsigned long next_timer_ = 0;
     bool cancelled_ = false;
@@ -225,6 +233,78 @@ ConnectionInfo login(const Registry& registry, const RunOptions& options,
     return *best;
 }
 
+// Signals and the ultimate exiting timeout, on a thread of their own: a forced exit works
+// even while a handler blocks the operator's loop or keeps its worker pool busy at the end.
+// The first SIGINT/SIGTERM asks for a graceful stop and arms the ultimate timeout; a second
+// signal, or the timeout, exits at once with code 1. As in Kopf, a stop-flag arms no timeout.
+class ExitGuard {
+  public:
+    ExitGuard(bool handle_signals, double timeout, std::function<void(std::string)> request_stop)
+        : timeout_(timeout),
+          request_stop_(std::move(request_stop)),
+          work_(asio::make_work_guard(control_)),
+          ultimate_(control_) {
+        if (handle_signals) {
+            signals_.emplace(control_, SIGINT, SIGTERM);
+            wait_for_signal();
+        }
+        thread_ = std::thread([this] { control_.run(); });
+    }
+    ~ExitGuard() {
+        work_.reset();
+        asio::post(control_, [this] {
+            ultimate_.cancel();
+            if (signals_) signals_->cancel();
+        });
+        thread_.join();
+    }
+    ExitGuard(const ExitGuard&) = delete;
+    ExitGuard& operator=(const ExitGuard&) = delete;
+
+    // settings.process.ultimate_exiting_timeout as the startup handlers left it.
+    void set_timeout(double seconds) { timeout_ = seconds; }
+
+  private:
+    void wait_for_signal() {
+        signals_->async_wait([this](const boost::system::error_code& ec, int number) {
+            if (ec) return;
+            const char* name = number == SIGINT ? "SIGINT" : "SIGTERM";
+            if (signalled_) {
+                logger("kopf.reactor.running")
+                    ->warn("Signal {} is received again. Exiting immediately.", name);
+                std::_Exit(1);
+            }
+            signalled_ = true;
+            arm_ultimate_timeout();
+            request_stop_(fmt::format("Signal {} is received.", name));
+            wait_for_signal();
+        });
+    }
+    void arm_ultimate_timeout() {
+        const double timeout = timeout_;
+        ultimate_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(std::max(0.0, timeout))));
+        ultimate_.async_wait([timeout](const boost::system::error_code& ec) {
+            if (ec) return;
+            logger("kopf.reactor.running")
+                ->error(
+                    "The operator did not stop within {}s (settings.process."
+                    "ultimate_exiting_timeout). Exiting forcefully.",
+                    timeout);
+            std::_Exit(1);
+        });
+    }
+
+    std::atomic<double> timeout_;
+    std::function<void(std::string)> request_stop_;
+    asio::io_context control_;
+    asio::executor_work_guard<asio::io_context::executor_type> work_;
+    std::optional<asio::signal_set> signals_;
+    asio::steady_timer ultimate_;
+    bool signalled_ = false;  // only touched on the control thread
+    std::thread thread_;
+};
+
 }  // namespace
 
 // The whole lifecycle; returns normally after a graceful stop.
@@ -243,48 +323,25 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     if (options.priority) settings.peering.priority = *options.priority;
 
     asio::io_context io;
+    auto log = logger("kopf.reactor.running");
+    std::atomic<bool> stopping{false};
+    auto request_stop = [&](const std::string& reason) {
+        if (stopping.exchange(true)) return;
+        log->info("{} Operator is stopping.", reason);
+    };
+    // Declared before the worker pool: it must outlive the pool's join at the very end, which
+    // waits for synchronous handlers that may still be running.
+    ExitGuard exit_guard(handle_signals, settings.process.ultimate_exiting_timeout,
+                         [&io, &request_stop](std::string reason) {
+                             asio::post(io, [&request_stop, reason] { request_stop(reason); });
+                         });
     const std::size_t workers =
         settings.execution.max_workers && *settings.execution.max_workers > 0
             ? static_cast<std::size_t>(*settings.execution.max_workers)
             : std::max(4u, std::thread::hardware_concurrency() + 4);
     LoopExecutor executor(io, workers);
     Memo memo;
-    auto log = logger("kopf.reactor.running");
 
-    std::atomic<bool> stopping{false};
-    std::optional<asio::signal_set> signals;
-    asio::steady_timer ultimate_timer(io);
-    auto request_stop = [&](const std::string& reason) {
-        if (stopping.exchange(true)) return;
-        log->info("{} Operator is stopping.", reason);
-        ultimate_timer.expires_after(
-            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                std::chrono::duration<double>(settings.process.ultimate_exiting_timeout)));
-        ultimate_timer.async_wait([&](const boost::system::error_code& ec) {
-            if (ec) return;
-            log->error(
-                "The operator did not stop within {}s (settings.process."
-                "ultimate_exiting_timeout). Exiting forcefully.",
-                settings.process.ultimate_exiting_timeout);
-            std::_Exit(1);
-        });
-    };
-    // Re-armed after each signal, so it must live as long as the loop runs.
-    std::function<void(const boost::system::error_code&, int)> on_signal;
-    if (handle_signals) {
-        signals.emplace(io, SIGINT, SIGTERM);
-        on_signal = [&](const boost::system::error_code& ec, int number) {
-            if (ec) return;
-            const char* name = number == SIGINT ? "SIGINT" : "SIGTERM";
-            if (stopping) {
-                log->warn("Signal {} is received again. Exiting immediately.", name);
-                std::_Exit(1);
-            }
-            request_stop(fmt::format("Signal {} is received.", name));
-            signals->async_wait(on_signal);
-        };
-        signals->async_wait(on_signal);
-    }
     auto bridge = std::make_shared<StopBridge>();
     bridge->request = [&] { asio::post(io, [&] { request_stop("Stop-flag is set."); }); };
     struct BridgeCloser {
@@ -311,6 +368,8 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     }
 
     run_activity(io, executor, registry, "startup", settings, memo);
+    exit_guard.set_timeout(settings.process.ultimate_exiting_timeout);
+    set_posting_level(settings.posting.level);
     ConnectionInfo credentials = login(registry, options, settings, memo);
 
     std::exception_ptr failure;
@@ -339,12 +398,17 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     }
     if (!failure) run_activity(io, executor, registry, "cleanup", settings, memo);
     if (liveness) liveness->stop();
-    ultimate_timer.cancel();
-    if (signals) signals->cancel();
     executor.cancel_timers();
     // Let the stopped watchers and cancelled timers finish before anything is destroyed.
     io.restart();
     io.run_for(std::chrono::seconds(5));
+    if (const auto running = executor.blocking()) {
+        log->warn("Waiting for {} synchronous handler(s) still running.{}", running,
+                  handle_signals ? " A second signal or settings.process.ultimate_exiting_timeout "
+                                   "forces the exit."
+                                 : "");
+    }
+    executor.join();
     if (failure) {
         try {
             std::rethrow_exception(failure);

@@ -12,6 +12,16 @@ namespace {
 std::mutex identity_mutex;
 EventIdentity current_identity;
 bool posting_enabled = true;
+LogLevel posting_level = LogLevel::INFO;
+
+void queue_events(const json& objects, const std::string& type, const std::string& reason,
+                  const std::string& message, const EventIdentity& identity) {
+    if (objects.is_array()) {
+        for (const auto& object : objects) queue_events(object, type, reason, message, identity);
+    } else if (auto post = build_event(objects, type, reason, message, identity)) {
+        posting_queue().push(std::move(*post));
+    }
+}
 
 }  // namespace
 
@@ -26,24 +36,20 @@ void set_posting_identity(EventIdentity identity, bool enabled) {
     posting_enabled = enabled;
 }
 
+void set_posting_level(LogLevel level) {
+    std::lock_guard lock(identity_mutex);
+    posting_level = level;
+}
+
 void post_event(const json& objects, const std::string& type, const std::string& reason,
-                const std::string& message) {
+                const std::string& message, LogLevel level) {
     EventIdentity identity;
     {
         std::lock_guard lock(identity_mutex);
-        if (!posting_enabled) return;
+        if (!posting_enabled || level < posting_level) return;
         identity = current_identity;
     }
-    auto post_one = [&](const json& object) {
-        if (auto post = build_event(object, type, reason, message, identity)) {
-            posting_queue().push(std::move(*post));
-        }
-    };
-    if (objects.is_array()) {
-        for (const auto& object : objects) post_one(object);
-    } else {
-        post_one(objects);
-    }
+    queue_events(objects, type, reason, message, identity);
 }
 
 }  // namespace kopf::runtime
@@ -56,11 +62,11 @@ void event(const json& objects, const std::string& type, const std::string& reas
 }
 
 void info(const json& objects, const std::string& reason, const std::string& message) {
-    runtime::post_event(objects, "Normal", reason, message);
+    runtime::post_event(objects, "Normal", reason, message, LogLevel::INFO);
 }
 
 void warn(const json& objects, const std::string& reason, const std::string& message) {
-    runtime::post_event(objects, "Warning", reason, message);
+    runtime::post_event(objects, "Warning", reason, message, LogLevel::WARNING);
 }
 
 void exception(const json& objects, const std::string& reason, const std::string& message) {
@@ -84,7 +90,7 @@ void exception(const json& objects, const std::string& reason, const std::string
         }
     }
     runtime::post_event(objects, "Error", exception_reason.empty() ? "Exception" : exception_reason,
-                        text);
+                        text, LogLevel::ERROR);
 }
 
 }  // namespace kopf

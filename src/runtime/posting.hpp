@@ -3,7 +3,9 @@
 // Outside a running operator the Events are queued until one starts.
 #pragma once
 
+#include <kopf/events.hpp>
 #include <kopf/json.hpp>
+#include <kopf/logger.hpp>
 #include <string>
 
 #include "runtime/events.hpp"
@@ -13,24 +15,12 @@ namespace kopf::runtime {
 EventQueue& posting_queue();
 // The identity of posted Events (settings.posting) and whether explicit posting is enabled.
 void set_posting_identity(EventIdentity identity, bool enabled);
-// Queues one Event per object (`objects` is one body or an array of bodies).
+// settings.posting.level: the least level of explicit info()/warn()/exception() Events posted.
+void set_posting_level(LogLevel level);
+// Queues one Event per object (`objects` is one body or an array of bodies, nested or not),
+// if posting is enabled and `level` (the level an Event of this kind stands for) is at least
+// settings.posting.level.
 void post_event(const json& objects, const std::string& type, const std::string& reason,
-                const std::string& message);
+                const std::string& message, LogLevel level = LogLevel::CRITICAL);
 
 }  // namespace kopf::runtime
-
-namespace kopf {
-
-// Kopf's kopf.event(): an Event of any type about one object or an array of objects.
-void event(const json& objects, const std::string& type, const std::string& reason,
-           const std::string& message);
-// type "Normal"
-void info(const json& objects, const std::string& reason, const std::string& message);
-// type "Warning"
-void warn(const json& objects, const std::string& reason, const std::string& message);
-// type "Error"; the message gets the current exception's text appended; the reason defaults to
-// the exception's type name.
-void exception(const json& objects, const std::string& reason = "",
-               const std::string& message = "");
-
-}  // namespace kopf

@@ -1,6 +1,7 @@
 // `kopf run` with bad input: one-paragraph errors and a non-zero exit code.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <fstream>
 
 #include "e2e/support/e2e.hpp"
@@ -89,4 +90,85 @@ TEST(BadInput, PythonModulesAreNotApplicable) {
     auto result = kopf_run({"-m", "mymodule", "-n", "default"});
     EXPECT_NE(result.exit_code, 0);
     EXPECT_NE(result.output.find("-m/--module"), std::string::npos) << result.output;
+}
+
+namespace {
+
+// The same kind of custom resource in another API group.
+std::string widget_crd(const std::string& group) {
+    return "apiVersion: apiextensions.k8s.io/v1\n"
+           "kind: CustomResourceDefinition\n"
+           "metadata: {name: widgets." +
+           group +
+           "}\n"
+           "spec:\n"
+           "  scope: Namespaced\n"
+           "  group: " +
+           group +
+           "\n"
+           "  names: {kind: Widget, plural: widgets, singular: widget}\n"
+           "  versions:\n"
+           "  - name: v1\n"
+           "    served: true\n"
+           "    storage: true\n"
+           "    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: "
+           "true}}\n";
+}
+
+std::string handler_on(const std::string& resource) {
+    return "#include <kopf/kopf.hpp>\n"
+           "void create_fn(kopf::Context& ctx) { ctx.logger.info(\"Created.\"); }\n"
+           "KOPF_ON_CREATE(create_fn, \"" +
+           resource + "\");\n";
+}
+
+class BadResources : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (!have_program("kubectl")) GTEST_SKIP() << "kubectl is not installed";
+        cluster_ = std::make_unique<Cluster>();
+    }
+    fs::path write(const std::string& name, const std::string& text) {
+        const fs::path path = cluster_->workdir() / name;
+        std::ofstream(path) << text;
+        return path;
+    }
+    void apply(const std::string& name, const std::string& text) {
+        auto applied = cluster_->kubectl({"apply", "-f", write(name, text).string()});
+        ASSERT_EQ(applied.exit_code, 0) << applied.output;
+    }
+    std::unique_ptr<Cluster> cluster_;
+};
+
+}  // namespace
+
+// As in Kopf: an unknown resource is a warning, not an error; the operator keeps running and
+// serves the resource as soon as its CRD appears.
+TEST_F(BadResources, UnknownResourceIsWarnedAboutAndServedOnceItsCrdAppears) {
+    OperatorProcess op(*cluster_, {write("unknown.cpp", handler_on("widgets")).string(), "-n",
+                                   "default", "--standalone"});
+    ASSERT_TRUE(op.wait_for_log("Unresolved resources cannot be served (try creating their CRDs)"))
+        << op.log();
+    EXPECT_NE(op.log().find("widgets"), std::string::npos) << op.log();
+
+    apply("crd.yaml", widget_crd("a.example.com"));
+    ASSERT_TRUE(op.wait_for_log("Serving resource widgets.v1.a.example.com")) << op.log();
+    apply("widget.yaml", "apiVersion: a.example.com/v1\nkind: Widget\nmetadata: {name: w1}\n");
+    EXPECT_TRUE(op.wait_for_log("[default/w1] Created.")) << op.log();
+    EXPECT_EQ(op.stop(SIGINT), 0) << op.log();
+}
+
+// Kopf warns and leaves ambiguous resources unserved; Kopf++ stops with an error that names the
+// candidates and how to choose one, as an operator serving nothing is rarely what was meant.
+TEST_F(BadResources, AmbiguousResourceStopsTheOperatorNamingTheCandidates) {
+    apply("crd-a.yaml", widget_crd("a.example.com"));
+    apply("crd-b.yaml", widget_crd("b.example.com"));
+    OperatorProcess op(*cluster_, {write("ambiguous.cpp", handler_on("widgets")).string(), "-n",
+                                   "default", "--standalone"});
+    EXPECT_NE(op.wait_exit(), 0) << op.log();
+    const std::string log = op.log();
+    EXPECT_NE(log.find("Ambiguous resource specification"), std::string::npos) << log;
+    EXPECT_NE(log.find("widgets.v1.a.example.com"), std::string::npos) << log;
+    EXPECT_NE(log.find("widgets.v1.b.example.com"), std::string::npos) << log;
+    EXPECT_NE(log.find("Specify the group"), std::string::npos) << log;
 }

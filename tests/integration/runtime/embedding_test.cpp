@@ -1,66 +1,17 @@
 // Embedding (Kopf's "Embedding"): kopf::operator_() in a thread with its own registry, the
-// ready and stop flags, and Kubernetes Events posted from a handler.
+// ready and stop flags, Kubernetes Events posted from a handler, and several operators with
+// their own registries and settings in one process.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
-#include <chrono>
-#include <cstdio>
-#include <filesystem>
 #include <kopf/kopf.hpp>
 #include <kopf/run.hpp>
-#include <memory>
 #include <string>
 #include <thread>
 
-#include "kopf/apiserver/server.hpp"
-#include "runtime/posting.hpp"
-
-namespace fs = std::filesystem;
+#include "integration/runtime/support/embedded_cluster.hpp"
 
 namespace {
-
-std::string shell(const std::string& command) {
-    std::string output;
-    if (FILE* pipe = popen((command + " 2>&1").c_str(), "r")) {
-        char buffer[4096];
-        while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
-        pclose(pipe);
-    }
-    return output;
-}
-
-class Embedding : public ::testing::Test {
-  protected:
-    void SetUp() override {
-        if (shell("command -v kubectl").empty()) GTEST_SKIP() << "kubectl is not installed";
-        char name[] = "/tmp/kopf-embedding-XXXXXX";
-        dir_ = mkdtemp(name);
-        kopf::apiserver::ServerOptions options;
-        options.kubeconfig_out = dir_ / "kubeconfig.yaml";
-        server_ = std::make_unique<kopf::apiserver::Server>(options);
-        server_->start();
-        setenv("KUBECONFIG", options.kubeconfig_out.c_str(), 1);
-        kubectl("apply -f " + std::string(KOPF_SOURCE_DIR) + "/examples/crd.yaml");
-    }
-    void TearDown() override {
-        if (server_) server_->stop();
-        fs::remove_all(dir_);
-    }
-    std::string kubectl(const std::string& args) { return shell("kubectl " + args); }
-
-    // Polls a kubectl command until its output contains `text`.
-    bool eventually(const std::string& args, const std::string& text) {
-        for (int i = 0; i < 300; ++i) {
-            if (kubectl(args).find(text) != std::string::npos) return true;
-            std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        }
-        return false;
-    }
-
-    fs::path dir_;
-    std::unique_ptr<kopf::apiserver::Server> server_;
-};
-
+class Embedding : public kopf::testing::EmbeddedCluster {};
 }  // namespace
 
 TEST_F(Embedding, OperatorInAThreadServesItsRegistryUntilStopped) {
@@ -70,25 +21,13 @@ TEST_F(Embedding, OperatorInAThreadServesItsRegistryUntilStopped) {
                                       kopf::info(ctx.body, "SomeReason", "Some message");
                                       return {{"message", "embedded"}};
                                   });
-    kopf::OperatorFlag stop, ready;
-    std::string failure;
-    std::thread thread([&] {
-        kopf::RunOptions options;
-        options.namespaces = {"default"};
-        options.registry = &registry;
-        options.stop_flag = &stop;
-        options.ready_flag = &ready;
-        try {
-            kopf::operator_(options);
-        } catch (const std::exception& error) {
-            failure = error.what();
-            ready.set();
-        }
-    });
-    ASSERT_TRUE(ready.wait_for(std::chrono::seconds(60)));
-    ASSERT_EQ(failure, "");
+    kopf::RunOptions options;
+    options.namespaces = {"default"};
+    options.registry = &registry;
+    kopf::testing::OperatorThread operator_thread(options);
+    ASSERT_TRUE(operator_thread.ready()) << operator_thread.failure();
 
-    kubectl("apply -f " + std::string(KOPF_SOURCE_DIR) + "/examples/obj.yaml");
+    apply_example();
     EXPECT_TRUE(
         eventually("get kex kopf-example-1 -o jsonpath={.status.create_fn.message}", "embedded"));
     EXPECT_TRUE(eventually("get events -n default -o jsonpath={.items[*].reason}", "SomeReason"));
@@ -96,9 +35,7 @@ TEST_F(Embedding, OperatorInAThreadServesItsRegistryUntilStopped) {
     EXPECT_NE(events.find("\"kopf-example-1\""), std::string::npos) << events;
     EXPECT_NE(events.find("\"Some message\""), std::string::npos) << events;
 
-    stop.set();
-    thread.join();
-    EXPECT_EQ(failure, "");
+    EXPECT_EQ(operator_thread.stop(), "");
 }
 
 TEST_F(Embedding, StartupFailureIsThrownWithTheReason) {
@@ -113,4 +50,56 @@ TEST_F(Embedding, StartupFailureIsThrownWithTheReason) {
     } catch (const std::runtime_error& error) {
         EXPECT_NE(std::string(error.what()).find("--all-namespaces"), std::string::npos);
     }
+}
+
+TEST_F(Embedding, TwoOperatorsServeOnlyTheirOwnNamespacesWithTheirOwnSettings) {
+    kubectl("create namespace ns-a");
+    kubectl("create namespace ns-b");
+    kopf::Registry registry_a, registry_b;
+    kopf::on::create handler_a(registry_a, kopf::Selector("kopfexamples"), {.id = "create_fn"},
+                               [](kopf::Context&) -> kopf::json {
+                                   return {{"message", "a"}};
+                               });
+    kopf::on::create handler_b(registry_b, kopf::Selector("kopfexamples"), {.id = "create_fn"},
+                               [](kopf::Context&) -> kopf::json {
+                                   return {{"message", "b"}};
+                               });
+    // Deletion handlers make each operator put its own finalizer on its objects.
+    kopf::on::delete_ deletion_a(registry_a, kopf::Selector("kopfexamples"), {.id = "delete_fn"},
+                                 [](kopf::Context&) {});
+    kopf::on::delete_ deletion_b(registry_b, kopf::Selector("kopfexamples"), {.id = "delete_fn"},
+                                 [](kopf::Context&) {});
+    kopf::OperatorSettings settings_a, settings_b;
+    settings_a.persistence.finalizer = "a.example.com/finalizer";
+    settings_b.persistence.finalizer = "b.example.com/finalizer";
+    kopf::RunOptions options_a, options_b;
+    options_a.namespaces = {"ns-a"};
+    options_a.registry = &registry_a;
+    options_a.settings = &settings_a;
+    options_b.namespaces = {"ns-b"};
+    options_b.registry = &registry_b;
+    options_b.settings = &settings_b;
+
+    kopf::testing::OperatorThread operator_a(options_a);
+    kopf::testing::OperatorThread operator_b(options_b);
+    ASSERT_TRUE(operator_a.ready()) << operator_a.failure();
+    ASSERT_TRUE(operator_b.ready()) << operator_b.failure();
+
+    apply_example("ns-a");
+    apply_example("ns-b");
+    const std::string message =
+        "get kex kopf-example-1 -o jsonpath={.status.create_fn.message} -n ";
+    EXPECT_TRUE(eventually(message + "ns-a", "a"));
+    EXPECT_TRUE(eventually(message + "ns-b", "b"));
+    EXPECT_EQ(kubectl(message + "ns-a"), "a");
+    EXPECT_EQ(kubectl(message + "ns-b"), "b");
+    const std::string finalizers = "get kex kopf-example-1 -o jsonpath={.metadata.finalizers} -n ";
+    EXPECT_EQ(kubectl(finalizers + "ns-a"), "[\"a.example.com/finalizer\"]");
+    EXPECT_EQ(kubectl(finalizers + "ns-b"), "[\"b.example.com/finalizer\"]");
+
+    EXPECT_EQ(operator_a.stop(), "");
+    // The other operator keeps serving after one has stopped: it releases its finalizer.
+    kubectl("delete kex kopf-example-1 -n ns-b --wait=false");
+    EXPECT_TRUE(eventually("get kex kopf-example-1 -n ns-b", "not found"));
+    EXPECT_EQ(operator_b.stop(), "");
 }

@@ -1,6 +1,15 @@
+// Kubernetes Events: Kopf's body, message cut and level mapping; and, against the embedded API
+// server, the Events of a running operator: explicit kopf::info()/warn() and, when
+// settings.posting.loggers is on, the object loggers' lines (reason "Logging").
 #include "runtime/events.hpp"
 
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <kopf/kopf.hpp>
+#include <thread>
+
+#include "integration/runtime/support/embedded_cluster.hpp"
 
 using kopf::json;
 using namespace kopf::runtime;
@@ -77,4 +86,124 @@ TEST(Events, QueueHandsOverEverythingPushedAndWakesThePoster) {
     ASSERT_EQ(posts.size(), 2u);
     EXPECT_EQ(posts[1].body["reason"], "B");
     EXPECT_TRUE(queue.take_all().empty());
+}
+
+namespace {
+
+class PostingEvents : public kopf::testing::EmbeddedCluster {
+  protected:
+    // Serves `registry` in "default", creates the example object, and waits for an Event with
+    // `marker_reason` about it: everything posted before the marker has been posted by then.
+    json events_until_marker(kopf::Registry& registry, const kopf::OperatorSettings& settings,
+                             const std::string& marker_reason) {
+        kopf::RunOptions options;
+        options.namespaces = {"default"};
+        options.registry = &registry;
+        options.settings = &settings;
+        kopf::testing::OperatorThread operator_thread(options);
+        EXPECT_TRUE(operator_thread.ready()) << operator_thread.failure();
+        apply_example();
+        bool marked = false;
+        for (int i = 0; i < 300 && !marked; ++i) {
+            for (const auto& event : events_about("kopf-example-1")) {
+                marked = marked || event.value("reason", "") == marker_reason;
+            }
+            if (!marked) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        EXPECT_TRUE(marked) << "no " << marker_reason << " event";
+        EXPECT_EQ(operator_thread.stop(), "");
+        return events_about("kopf-example-1");
+    }
+
+    static bool has_event(const json& events, const std::string& type, const std::string& reason,
+                          const std::string& message) {
+        for (const auto& event : events) {
+            if (event.value("type", "") == type && event.value("reason", "") == reason &&
+                event.value("message", "") == message) {
+                return true;
+            }
+        }
+        return false;
+    }
+    static bool has_reason(const json& events, const std::string& reason) {
+        for (const auto& event : events) {
+            if (event.value("reason", "") == reason) return true;
+        }
+        return false;
+    }
+};
+
+}  // namespace
+
+TEST_F(PostingEvents, ObjectLogLinesArePostedAsLoggingEventsWhenLoggersAreOn) {
+    kopf::Registry registry;
+    kopf::on::create create(registry, kopf::Selector("kopfexamples"), {.id = "create_fn"},
+                            [](kopf::Context& ctx) { ctx.logger.warning("Something odd."); });
+    kopf::on::create marker(registry, kopf::Selector("kopfexamples"), {.id = "marker_fn"},
+                            [](kopf::Context& ctx) { kopf::warn(ctx.body, "Marker", "done"); });
+    kopf::OperatorSettings settings;
+    settings.posting.loggers = true;
+    const json events = events_until_marker(registry, settings, "Marker");
+    EXPECT_TRUE(has_event(events, "Normal", "Logging", "Handler 'create_fn' succeeded."))
+        << events.dump(2);
+    EXPECT_TRUE(has_event(events, "Warning", "Logging", "Something odd.")) << events.dump(2);
+    for (const auto& event : events) {
+        EXPECT_EQ(event["involvedObject"]["kind"], "KopfExample");
+        EXPECT_EQ(event["involvedObject"]["namespace"], "default");
+        EXPECT_EQ(event["reportingComponent"], "kopf");
+    }
+}
+
+TEST_F(PostingEvents, PostingLevelWarningSuppressesInfoLogLinesAndInfoEvents) {
+    kopf::Registry registry;
+    kopf::on::create create(registry, kopf::Selector("kopfexamples"), {.id = "create_fn"},
+                            [](kopf::Context& ctx) {
+                                ctx.logger.warning("Something odd.");
+                                kopf::info(ctx.body, "InfoReason", "informational");
+                            });
+    kopf::on::create marker(registry, kopf::Selector("kopfexamples"), {.id = "marker_fn"},
+                            [](kopf::Context& ctx) { kopf::warn(ctx.body, "Marker", "done"); });
+    kopf::OperatorSettings settings;
+    settings.posting.loggers = true;
+    settings.posting.level = kopf::LogLevel::WARNING;
+    const json events = events_until_marker(registry, settings, "Marker");
+    EXPECT_TRUE(has_event(events, "Warning", "Logging", "Something odd.")) << events.dump(2);
+    EXPECT_FALSE(has_event(events, "Normal", "Logging", "Handler 'create_fn' succeeded."))
+        << events.dump(2);
+    EXPECT_FALSE(has_reason(events, "InfoReason")) << events.dump(2);
+}
+
+TEST_F(PostingEvents, LogLinesAreNotPostedByDefaultAsInKopf144) {
+    kopf::Registry registry;
+    kopf::on::create create(registry, kopf::Selector("kopfexamples"), {.id = "create_fn"},
+                            [](kopf::Context& ctx) {
+                                ctx.logger.warning("Something odd.");
+                                kopf::info(ctx.body, "Marker", "done");
+                            });
+    const json events = events_until_marker(registry, kopf::OperatorSettings{}, "Marker");
+    EXPECT_FALSE(has_reason(events, "Logging")) << events.dump(2);
+}
+
+TEST_F(PostingEvents, DisabledPostingPostsNothingNotEvenExplicitEvents) {
+    kopf::Registry registry;
+    kopf::on::create create(registry, kopf::Selector("kopfexamples"), {.id = "create_fn"},
+                            [](kopf::Context& ctx) -> kopf::json {
+                                kopf::info(ctx.body, "InfoReason", "informational");
+                                kopf::warn(ctx.body, "WarnReason", "warning");
+                                return {{"message", "handled"}};
+                            });
+    kopf::OperatorSettings settings;
+    settings.posting.enabled = false;
+    settings.posting.loggers = true;
+    kopf::RunOptions options;
+    options.namespaces = {"default"};
+    options.registry = &registry;
+    options.settings = &settings;
+    kopf::testing::OperatorThread operator_thread(options);
+    ASSERT_TRUE(operator_thread.ready()) << operator_thread.failure();
+    apply_example();
+    EXPECT_TRUE(
+        eventually("get kex kopf-example-1 -o jsonpath={.status.create_fn.message}", "handled"));
+    EXPECT_EQ(operator_thread.stop(), "");
+    EXPECT_EQ(events_about("kopf-example-1"), json::array());
 }

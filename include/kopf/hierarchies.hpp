@@ -1,0 +1,88 @@
+// Owner/children hierarchies (Kopf's "Hierarchies" kit): make objects the children of the
+// handled object before creating them, so that Kubernetes' garbage collector deletes them
+// together with their owner.
+//
+//     kopf::json create_fn(kopf::Context& ctx) {
+//         kopf::json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"spec", ...}};
+//         kopf::adopt(pod, ctx.body);  // owner reference, namespace, name prefix, labels
+//         ...create the pod with any client...
+//     }
+//
+// Every function takes one object or a JSON array of objects (arrays may nest), modifies them
+// in place, and throws std::invalid_argument naming the offending value when an item is not a
+// JSON object. The owner is always given explicitly: there is no implicit "current object".
+#pragma once
+
+#include <kopf/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kopf {
+
+/// Options of kopf::append_owner_reference(). An unset flag is left out of the reference.
+struct OwnerReferenceOptions {
+    std::optional<bool> controller = true;
+    std::optional<bool> block_owner_deletion = true;
+};
+
+/// Options of kopf::label().
+struct LabelOptions {
+    /// Overwrite labels the objects already have (by default, their own values win).
+    bool forced = false;
+    /// Dotted paths of sub-objects to label too, e.g. "spec.template" of a Deployment or Job.
+    /// Paths that do not exist or do not lead to a JSON object are skipped.
+    std::vector<std::string> nested = {};
+};
+
+/// Options of kopf::harmonize_naming().
+struct NamingOptions {
+    /// Rename objects that already have a `name` or `generateName`.
+    bool forced = false;
+    /// Use the name as is (`metadata.name`) instead of a prefix (`generateName: "<name>-"`).
+    bool strict = false;
+};
+
+/// Options of kopf::adjust_namespace().
+struct NamespaceOptions {
+    /// Move objects that already have a namespace.
+    bool forced = false;
+};
+
+/// Options of kopf::adopt(): `forced` and `strict` as for naming, `nested` as for labels.
+struct AdoptOptions {
+    bool forced = false;
+    bool strict = false;
+    std::vector<std::string> nested = {};
+};
+
+/// The owner reference of `owner` as Kubernetes expects it in `metadata.ownerReferences`:
+/// apiVersion, kind, name, uid, and the controller/blockOwnerDeletion flags.
+/// Throws std::invalid_argument if the owner has no `metadata.uid`.
+json build_owner_reference(const json& owner, const OwnerReferenceOptions& options = {});
+
+/// Adds the owner reference of `owner` to the objects, unless one with the owner's uid is there.
+void append_owner_reference(json& objects, const json& owner,
+                            const OwnerReferenceOptions& options = {});
+
+/// Removes the owner references with the owner's uid from the objects, if there are any.
+void remove_owner_reference(json& objects, const json& owner);
+
+/// Sets the labels (a JSON object of strings, or nulls) on the objects and nested sub-objects.
+void label(json& objects, const json& labels, const LabelOptions& options = {});
+
+/// Names the objects after `name`: `generateName: "<name>-"` (Kubernetes adds a suffix), or
+/// `name: "<name>"` when strict. Objects with a name or generateName keep it unless forced.
+void harmonize_naming(json& objects, const std::string& name, const NamingOptions& options = {});
+
+/// Puts the objects into `namespace_`, unless they have a namespace (or unless forced).
+/// With no namespace (a cluster-scoped owner), nothing is set; forced removes theirs.
+void adjust_namespace(json& objects, const std::optional<std::string>& namespace_,
+                      const NamespaceOptions& options = {});
+
+/// Makes the objects children of `owner`, as Kopf's kopf.adopt(): the owner reference (as
+/// controller, blocking the owner's deletion), the owner's name as a prefix of generated names,
+/// the owner's namespace (only for namespaced owners), and the owner's labels.
+void adopt(json& objects, const json& owner, const AdoptOptions& options = {});
+
+}  // namespace kopf
