@@ -4,7 +4,8 @@
 #
 #   bench/run.sh                    # full suite, 3 runs, appends a results table to bench/README.md
 #   bench/run.sh --smoke            # N=200, one run, no README (CI: proves the suite still works)
-#   bench/run.sh --only create      # one group: apiserver, limit, create, steady, resume, idle, micro
+#   bench/run.sh --only create      # one group: apiserver, limit, create, steady, resume, idle, micro,
+#                                   # client
 #
 # Options:
 #   --smoke                 small sizes, one run, short phases, no README append
@@ -21,7 +22,8 @@
 #
 # Placement (when the machine has >= 2 cores and taskset exists): the API server and the load
 # tools on core 0, the operator on core 1 — so the operator's CPU figures are its own. For the
-# API-server figures the server gets core 0 and the load client core 1.
+# API-server figures the server gets core 0 and the load client core 1; for the client figures
+# the client tool gets core 1.
 # Every figure is printed as "figure: <name> = <value> <unit>"; tests/integration/bench checks
 # that each one appears (never its value).
 set -euo pipefail
@@ -40,7 +42,7 @@ STEADY_SECONDS=60
 RESUME_OBJECTS=100000
 ONLY=()
 
-usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 # Fails the whole run, also from inside $(...) subshells (their exit alone would be ignored).
 fail() {
     echo "bench/run.sh: $*" >&2
@@ -71,7 +73,7 @@ done
 if [[ $SMOKE == 1 ]]; then
     RUNS=1; SIZES=200; STEADY_OBJECTS=200; STEADY_SECONDS=3; RESUME_OBJECTS=200; README_APPEND=0
 fi
-GROUPS_ALL=(apiserver limit create steady resume idle micro)
+GROUPS_ALL=(apiserver limit create steady resume idle micro client)
 for name in "${ONLY[@]}"; do
     [[ " ${GROUPS_ALL[*]} " == *" $name "* ]] || fail "unknown group '$name' (one of: ${GROUPS_ALL[*]})"
 done
@@ -84,7 +86,7 @@ wanted() {
 }
 
 # --- build -------------------------------------------------------------------------------
-TARGETS=(kopf_cli operator_load apiserver_load micro_bench)
+TARGETS=(kopf_cli operator_load apiserver_load micro_bench client_load)
 if [[ $BUILD == 1 ]]; then
     [[ $BUILD_DIR == "$ROOT/build" ]] || fail "--build-dir needs --no-build (the preset builds <repo>/build)"
     (cd "$ROOT" && cmake --preset default >/dev/null && cmake --build --preset default --target "${TARGETS[@]}")
@@ -93,7 +95,8 @@ KOPF="$BUILD_DIR/bin/kopf"
 OPERATOR_LOAD="$BUILD_DIR/bench/operator_load"
 APISERVER_LOAD="$BUILD_DIR/bench/apiserver_load"
 MICRO_BENCH="$BUILD_DIR/bench/micro_bench"
-for tool in "$KOPF" "$OPERATOR_LOAD" "$APISERVER_LOAD" "$MICRO_BENCH"; do
+CLIENT_LOAD="$BUILD_DIR/bench/client_load"
+for tool in "$KOPF" "$OPERATOR_LOAD" "$APISERVER_LOAD" "$MICRO_BENCH" "$CLIENT_LOAD"; do
     [[ -x $tool ]] || fail "$tool is missing: build it (bench/run.sh without --no-build)"
 done
 OPERATOR_SOURCE="$ROOT/bench/operators/bench_operator.cpp"
@@ -344,6 +347,56 @@ micro_figures() {
     done <<<"$out"
 }
 
+# The client layer (src/clients) on its own: watch-stream parsing on one core, the real ApiClient
+# watching while writers create objects, and the paged list's memory. The client tool runs on
+# core 1 (its writer threads too, for the watch figure), the API server on core 0.
+client_figures() {
+    local objects=200 millis=2000 events=20000 list_objects=100000 page_size=500
+    [[ $SMOKE == 1 ]] && { millis=100; events=200; list_objects=200; page_size=50; }
+    local out size
+    start_server
+    "$OPERATOR_LOAD" crd --url "$SERVER_URL"
+    out=$("${PIN_CORE1[@]}" "$CLIENT_LOAD" parse --url "$SERVER_URL" --objects "$objects" --millis "$millis")
+    echo "$out"
+    for size in 2 5; do
+        record "client watch-stream parsing, ~${size} KB objects, one core: bytes" \
+            "$(field "$out" "parse-${size}KB: .*: ([0-9.]+) MB/s")" "MB/s"
+        record "client watch-stream parsing, ~${size} KB objects, one core: events" \
+            "$(field "$out" "parse-${size}KB: .* ([0-9]+) events/s on one core")" "events/s"
+    done
+    stop_process "$SERVER_PID"
+
+    start_server
+    "$OPERATOR_LOAD" crd --url "$SERVER_URL"
+    out=$("${PIN_CORE1[@]}" "$CLIENT_LOAD" watch --url "$SERVER_URL" --events "$events" --connections 4)
+    echo "$out"
+    record "client watch end to end (${events} ~2 KB objects created over 4 connections): events received" \
+        "$(field "$out" 'watch: .* = ([0-9]+) events/s')" "events/s"
+    record "client watch end to end: client thread CPU per event" \
+        "$(field "$out" 'client thread CPU ([0-9.]+) us per event')" "µs"
+    stop_process "$SERVER_PID"
+
+    start_server
+    "$OPERATOR_LOAD" crd --url "$SERVER_URL"
+    "$CLIENT_LOAD" populate --url "$SERVER_URL" --objects "$list_objects" --connections 4
+    local mode label
+    for mode in pages whole; do
+        out=$("${PIN_CORE1[@]}" "$CLIENT_LOAD" list --url "$SERVER_URL" --mode "$mode" --page-size "$page_size")
+        echo "$out"
+        if [[ $mode == pages ]]; then
+            label="client list of ${list_objects} objects page by page (${page_size} per page)"
+        else
+            label="client list of ${list_objects} objects joined into one list (ApiClient::list)"
+        fi
+        record "${label}: time" "$(field "$out" "list-${mode}: .* in ([0-9.]+) s, client CPU")" "s"
+        record "${label}: client CPU" "$(field "$out" 'client CPU ([0-9.]+) s')" "s"
+        record "${label}: peak RSS growth" "$(field "$out" 'peak RSS \+([0-9.]+) MB')" "MB"
+    done
+    record "client list of ${list_objects} objects: the objects' JSON" \
+        "$(field "$out" "objects' JSON ([0-9.]+) MB")" "MB"
+    stop_process "$SERVER_PID"
+}
+
 # --- the suite -----------------------------------------------------------------------------
 IFS=, read -r -a SIZE_LIST <<<"$SIZES"
 LAST_WRITES_PER_OBJECT=2
@@ -368,6 +421,7 @@ for run in $(seq "$RUNS"); do
         limit_figures "$(awk -v w="$LAST_WRITES_PER_OBJECT" 'BEGIN { printf "%d", w + 0.5 }')"
     fi
     if wanted micro; then micro_figures; fi
+    if wanted client; then client_figures; fi
 done
 
 # Medians per figure, in the order first measured.

@@ -34,8 +34,8 @@ SuiteRun run_suite(const std::string& arguments) {
 
 std::vector<std::string> missing_tools() {
     std::vector<std::string> missing;
-    for (const char* tool :
-         {"bin/kopf", "bench/operator_load", "bench/apiserver_load", "bench/micro_bench"}) {
+    for (const char* tool : {"bin/kopf", "bench/operator_load", "bench/apiserver_load",
+                             "bench/micro_bench", "bench/client_load"}) {
         if (!std::filesystem::exists(std::filesystem::path(KOPF_BINARY_DIR) / tool))
             missing.push_back(tool);
     }
@@ -79,6 +79,20 @@ TEST(BenchSmoke, SmokeRunCompletesAndPrintsEveryFigure) {
              "figure: micro BM_ProgressRecordDecode",
              "figure: micro BM_PatchBuildEndOfCycle",
              "figure: micro BM_PatchBuildJsonPatch",
+             "figure: client watch-stream parsing, ~2 KB objects, one core: bytes",
+             "figure: client watch-stream parsing, ~2 KB objects, one core: events",
+             "figure: client watch-stream parsing, ~5 KB objects, one core: bytes",
+             "figure: client watch-stream parsing, ~5 KB objects, one core: events",
+             "figure: client watch end to end (200 ~2 KB objects created over 4 connections)",
+             "figure: client watch end to end: client thread CPU per event",
+             "figure: client list of 200 objects page by page (50 per page): time",
+             "figure: client list of 200 objects page by page (50 per page): client CPU",
+             "figure: client list of 200 objects page by page (50 per page): peak RSS growth",
+             "figure: client list of 200 objects joined into one list (ApiClient::list): time",
+             "figure: client list of 200 objects joined into one list (ApiClient::list): client "
+             "CPU",
+             "figure: client list of 200 objects joined into one list (ApiClient::list): peak RSS",
+             "figure: client list of 200 objects: the objects' JSON",
          }) {
         EXPECT_NE(run.output.find(figure), std::string::npos) << "missing line: " << figure;
     }
@@ -94,7 +108,7 @@ TEST(BenchSmoke, UnknownGroupIsRejectedWithTheValidNames) {
     const SuiteRun run = run_suite("--smoke --only everything");
     EXPECT_NE(run.exit_code, 0);
     EXPECT_NE(run.output.find("unknown group 'everything'"), std::string::npos) << run.output;
-    EXPECT_NE(run.output.find("apiserver limit create steady resume idle micro"),
+    EXPECT_NE(run.output.find("apiserver limit create steady resume idle micro client"),
               std::string::npos);
 }
 
