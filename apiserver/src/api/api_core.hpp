@@ -31,6 +31,9 @@ class ApiCore {
 
     // Thread-safe. Never throws: every failure becomes a Kubernetes Status response.
     HttpResponse handle(const HttpRequest& request);
+    // Whether handle() may wait on something slow for this request (SQLite durability,
+    // admission webhooks): the network layer then runs it off its own threads.
+    bool may_block(const HttpRequest& request) const;
 
     // Fault injection (tests): end every open watch stream now (clients see EOF).
     void drop_watches();

@@ -28,6 +28,7 @@ struct HttpRequest {
     std::string content_type;                  // raw Content-Type header ("" if absent)
     std::string accept;                        // raw Accept header ("" if absent)
     std::string user_agent;
+    std::string if_none_match;  // raw If-None-Match header ("" if absent)
     std::string body;
     UserInfo user;
 };
@@ -36,7 +37,7 @@ struct HttpRequest {
 // may call it from any thread. Each send() is one complete JSON event line ending
 // in '\n'. close() ends the HTTP response (terminating chunk); later calls are no-ops.
 class WatchSink {
-public:
+  public:
     virtual ~WatchSink() = default;
     virtual void send(std::string line) = 0;
     virtual void close() = 0;
@@ -48,10 +49,23 @@ public:
 // sending and drop the sink. The core owns timeoutSeconds, bookmarks, history and
 // the fault-injection knobs for watches.
 class WatchStream {
-public:
+  public:
     virtual ~WatchStream() = default;
     virtual void start(std::shared_ptr<WatchSink> sink) = 0;
     virtual void cancel() = 0;
+};
+
+// A response body produced piece by piece, so that a large list never exists whole in
+// memory: the core snapshots what the body shows and serializes it on demand. The network
+// layer calls next() from one thread at a time until it returns false; it may drop the
+// stream at any point (client gone), which releases the snapshot.
+class BodyStream {
+  public:
+    virtual ~BodyStream() = default;
+    // Replaces `piece` with the next part of the body (a few hundred kilobytes at most);
+    // returns false, with `piece` empty, once the body is complete. May throw: the network
+    // layer then answers 500 if nothing is sent yet, else ends the connection mid-body.
+    virtual bool next(std::string& piece) = 0;
 };
 
 struct HttpResponse {
@@ -59,7 +73,8 @@ struct HttpResponse {
     std::string content_type = "application/json";
     std::string body;
     std::vector<std::pair<std::string, std::string>> headers;  // e.g. Warning, Retry-After
-    std::shared_ptr<WatchStream> watch;  // non-null: stream events instead of `body`
+    std::shared_ptr<WatchStream> watch;       // non-null: stream events instead of `body`
+    std::shared_ptr<BodyStream> body_stream;  // non-null: the body is its pieces, `body` unused
 };
 
 }  // namespace kopf::apiserver

@@ -47,7 +47,8 @@ bool Engine::admit(RequestInfo& rq, Lock& lock, const std::string& operation, js
         std::vector<Hook> hooks;
         auto s = store_.find(storage);
         if (s == store_.end()) return hooks;
-        for (const auto& [key, config] : s->second) {  // sorted by name
+        for (const auto& [key, stored] : s->second) {  // sorted by name
+            const json& config = *stored;
             if (!config.contains("webhooks") || !config["webhooks"].is_array()) continue;
             for (const auto& wh : config["webhooks"]) {
                 bool rule_ok = false;
@@ -82,7 +83,8 @@ bool Engine::admit(RequestInfo& rq, Lock& lock, const std::string& operation, js
                     LabelSelector sel = LabelSelector::from_json(wh["namespaceSelector"]);
                     json labels;
                     if (res.namespaced) {
-                        json* ns = find_object(*find_endpoint("", "v1", "namespaces"), "", rq.ns);
+                        const json* ns =
+                            find_object(*find_endpoint("", "v1", "namespaces"), "", rq.ns);
                         if (ns && (*ns)["metadata"].contains("labels"))
                             labels = (*ns)["metadata"]["labels"];
                         if (!sel.matches(labels)) continue;

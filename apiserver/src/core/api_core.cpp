@@ -24,6 +24,9 @@ ApiCore::~ApiCore() {
 HttpResponse ApiCore::handle(const HttpRequest& request) {
     return impl_->engine->handle(request);
 }
+bool ApiCore::may_block(const HttpRequest& request) const {
+    return impl_->engine->may_block(request);
+}
 void ApiCore::drop_watches() {
     impl_->engine->drop_watches();
 }
@@ -88,6 +91,11 @@ void Engine::shutdown() {
     if (background_.joinable()) background_.join();
     std::unique_lock lock(mu_);
     persistence_.reset();
+}
+
+bool Engine::may_block(const HttpRequest& request) const {
+    if (request.method == "GET") return false;  // reads wait on neither disk nor webhooks
+    return !options_.data_dir.empty() || webhooks_configured_.load();
 }
 
 HttpResponse Engine::handle(const HttpRequest& request) {
@@ -221,6 +229,7 @@ HttpResponse Engine::resource_request(const HttpRequest& request,
     if (rest.size() == 2) rq.sub = rest[1];
 
     std::unique_lock lock(mu_);
+    retired_.clear();  // no request holds references into the store any more
     rq.res = find_endpoint(group, version, plural);
     if (!rq.res) throw page_not_found();
     const Resource& res = *rq.res;

@@ -63,7 +63,8 @@ void Engine::run_controllers() {
 void Engine::establish_crds() {
     auto crds = resource_for_storage(kCrdStorage);
     std::vector<json> pending;
-    for (const auto& [key, crd] : store_[kCrdStorage]) {
+    for (const auto& [key, crd_ptr] : store_[kCrdStorage]) {
+        const json& crd = *crd_ptr;
         json names = crd["spec"].value("names", json::object());
         json status = crd.value("status", json::object());
         bool established = false;
@@ -92,7 +93,8 @@ void Engine::establish_crds() {
         std::string group = crd["spec"].value("group", "");
         json names = crd["spec"].value("names", json::object());
         std::string conflict;
-        for (const auto& [k, other] : store_[kCrdStorage]) {
+        for (const auto& [k, stored] : store_[kCrdStorage]) {
+            const json& other = *stored;
             if (k == crd["metadata"].value("name", "")) continue;
             if (other["spec"].value("group", "") != group) continue;
             json accepted =
@@ -124,8 +126,9 @@ void Engine::establish_crds() {
 void Engine::cleanup_terminating_crds() {
     auto crds = resource_for_storage(kCrdStorage);
     std::vector<json> terminating;
-    for (const auto& [key, crd] : store_[kCrdStorage])
-        if (crd["metadata"].contains("deletionTimestamp") &&
+    for (const auto& [key, stored] : store_[kCrdStorage])
+        if (const json& crd = *stored;
+            crd["metadata"].contains("deletionTimestamp") &&
             has(string_list(crd["metadata"].value("finalizers", json::array())), kCrdFinalizer))
             terminating.push_back(crd);
     for (auto& crd : terminating) {
@@ -142,7 +145,7 @@ void Engine::cleanup_terminating_crds() {
                 res->verbs = {"delete", "deletecollection", "get", "list", "watch"};
             }
             std::vector<json> objects;
-            for (const auto& [k, obj] : store_[res->storage_key]) objects.push_back(obj);
+            for (const auto& [k, obj] : store_[res->storage_key]) objects.push_back(*obj);
             for (const auto& obj : objects)
                 if (!obj["metadata"].contains("deletionTimestamp"))
                     delete_object(*res, res->storage_version().name, obj, "", false);
@@ -168,7 +171,7 @@ void Engine::namespace_controller() {
     auto namespaces = resource_for_storage("/namespaces");
     std::vector<json> terminating;
     for (const auto& [key, ns] : store_["/namespaces"])
-        if (ns["metadata"].contains("deletionTimestamp")) terminating.push_back(ns);
+        if ((*ns)["metadata"].contains("deletionTimestamp")) terminating.push_back(*ns);
     if (terminating.empty()) return;
     std::map<std::string, ResourcePtr> storages;
     for (const auto& res : all_resources())
@@ -183,7 +186,7 @@ void Engine::namespace_controller() {
             std::vector<json> objects;
             for (auto it = s->second.lower_bound(name + "/"); it != s->second.end(); ++it) {
                 if (it->first.compare(0, name.size() + 1, name + "/") != 0) break;
-                objects.push_back(it->second);
+                objects.push_back(*it->second);
             }
             for (const auto& obj : objects) {
                 if (!obj["metadata"].contains("deletionTimestamp"))
@@ -193,7 +196,7 @@ void Engine::namespace_controller() {
                 if (it->first.compare(0, name.size() + 1, name + "/") != 0) break;
                 ++remaining;
                 for (const auto& f :
-                     string_list(it->second["metadata"].value("finalizers", json::array())))
+                     string_list((*it->second)["metadata"].value("finalizers", json::array())))
                     ++finalizers_left[f];
             }
         }
@@ -245,22 +248,22 @@ void Engine::garbage_collector() {
         auto s = store_.find(storage);
         if (s == store_.end()) continue;
         for (const auto& [key, obj] : s->second) {
-            const json& meta = obj["metadata"];
+            const json& meta = (*obj)["metadata"];
             by_uid[meta.value("uid", "")] = {res, key};
             if (meta.contains("ownerReferences") && meta["ownerReferences"].is_array() &&
                 !meta["ownerReferences"].empty())
                 dependents.push_back({res, key});
         }
     }
-    auto lookup = [&](const Ref& r) -> json* {
+    auto lookup = [&](const Ref& r) -> const json* {
         auto s = store_.find(r.res->storage_key);
         if (s == store_.end()) return nullptr;
         auto it = s->second.find(r.key);
-        return it == s->second.end() ? nullptr : &it->second;
+        return it == s->second.end() ? nullptr : it->second.get();
     };
     std::unordered_set<std::string> blocking_owners;  // foreground owners still waiting
     for (const auto& dep : dependents) {
-        json* obj = lookup(dep);
+        const json* obj = lookup(dep);
         if (!obj) continue;
         json cur = *obj;
         const json& meta = cur["metadata"];
@@ -270,7 +273,7 @@ void Engine::garbage_collector() {
         for (const auto& ref : meta["ownerReferences"]) {
             std::string uid = ref.value("uid", "");
             auto it = by_uid.find(uid);
-            json* owner = it == by_uid.end() ? nullptr : lookup(it->second);
+            const json* owner = it == by_uid.end() ? nullptr : lookup(it->second);
             // A namespaced owner must live in the dependent's namespace.
             if (owner && it->second.res->namespaced &&
                 (*owner)["metadata"].value("namespace", "") != dep_ns)
@@ -311,7 +314,7 @@ void Engine::garbage_collector() {
     }
     // Owners waiting for dependents: release their GC finalizers when done.
     for (const auto& [uid, ref] : by_uid) {
-        json* obj = lookup(ref);
+        const json* obj = lookup(ref);
         if (!obj || !(*obj)["metadata"].contains("deletionTimestamp")) continue;
         auto fins = string_list((*obj)["metadata"].value("finalizers", json::array()));
         bool fg = has(fins, "foregroundDeletion"), orphan = has(fins, "orphan");
@@ -321,7 +324,7 @@ void Engine::garbage_collector() {
             // Still referenced by some dependent? Then the next round strips it first.
             bool referenced = false;
             for (const auto& dep : dependents) {
-                json* d = lookup(dep);
+                const json* d = lookup(dep);
                 if (!d) continue;
                 for (const auto& r : (*d)["metadata"].value("ownerReferences", json::array()))
                     if (r.value("uid", "") == uid) referenced = true;

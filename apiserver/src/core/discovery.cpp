@@ -1,6 +1,7 @@
 // Legacy discovery documents (/api, /apis, ...) and OpenAPI v3 documents built
 // from the catalog, so Kopf, kubectl and the Python client find every resource.
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 
 #include "core/engine.hpp"
@@ -44,7 +45,133 @@ std::string schema_name(const Resource& res, const std::string& version) {
     return out + version + "." + res.kind;
 }
 
+// Splits `text` at `separator`, trimming blanks around each part.
+std::vector<std::string> split_trimmed(const std::string& text, char separator) {
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    for (;;) {
+        std::size_t end = text.find(separator, start);
+        std::string part = text.substr(start, end == std::string::npos ? end : end - start);
+        auto first = part.find_first_not_of(" \t");
+        auto last = part.find_last_not_of(" \t");
+        parts.push_back(first == std::string::npos ? "" : part.substr(first, last - first + 1));
+        if (end == std::string::npos) return parts;
+        start = end + 1;
+    }
+}
+
+std::string lower(std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return text;
+}
+
+// The apidiscovery.k8s.io version that the Accept header prefers ("v2" or "v2beta1"), or ""
+// when it prefers (or only allows) the legacy documents. Media ranges count in their order.
+std::string aggregated_discovery_version(const std::string& accept) {
+    if (accept.empty()) return "";
+    for (const auto& range : split_trimmed(accept, ',')) {
+        auto params = split_trimmed(range, ';');
+        std::string type = lower(params[0]);
+        std::map<std::string, std::string> values;
+        for (std::size_t i = 1; i < params.size(); ++i) {
+            auto eq = params[i].find('=');
+            if (eq != std::string::npos)
+                values[lower(params[i].substr(0, eq))] = params[i].substr(eq + 1);
+        }
+        if (type == "application/json" && values.count("g")) {
+            std::string version = values["v"];
+            if (values["g"] == "apidiscovery.k8s.io" && values["as"] == "APIGroupDiscoveryList" &&
+                (version == "v2" || version == "v2beta1"))
+                return version;
+            continue;  // another shape (e.g. a Table): not for discovery
+        }
+        if (type == "application/json" || type == "application/*" || type == "*/*") return "";
+    }
+    return "";
+}
+
+// A strong ETag of a discovery document: FNV-1a 64 of its bytes, as hex.
+std::string etag_of(const std::string& body) {
+    uint64_t hash = 14695981039346656037ull;
+    for (unsigned char c : body) {
+        hash ^= c;
+        hash *= 1099511628211ull;
+    }
+    char text[24];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+    return std::string("\"") + text + "\"";
+}
+
+json response_kind(const std::string& group, const std::string& version, const std::string& kind) {
+    return {{"group", group}, {"version", version}, {"kind", kind}};
+}
+
 }  // namespace
+
+json Engine::aggregated_discovery(bool core_group, const std::string& api_version) const {
+    auto groups = served_groups();
+    auto versions_of = [&](const std::string& group) {
+        json versions = json::array();
+        for (const auto& version : groups[group]) {
+            json resources = json::array();
+            for (const auto& res : all_resources()) {
+                if (res->group != group) continue;
+                const ResourceVersion* v = res->version(version);
+                if (!v || !v->served) continue;
+                // Built-ins answer in their own group-version (the reference leaves it empty);
+                // CRDs name theirs in full.
+                std::string kind_group = res->builtin ? "" : group;
+                std::string kind_version = res->builtin ? "" : version;
+                json entry = {{"resource", res->plural},
+                              {"singularResource", res->singular},
+                              {"scope", res->namespaced ? "Namespaced" : "Cluster"},
+                              {"responseKind", response_kind(kind_group, kind_version, res->kind)},
+                              {"verbs", res->verbs}};
+                if (!res->short_names.empty()) entry["shortNames"] = res->short_names;
+                if (!res->categories.empty()) entry["categories"] = res->categories;
+                json subresources = json::array();
+                json read_write = {"get", "patch", "update"};
+                if (v->status_subresource)
+                    subresources.push_back(
+                        {{"subresource", "status"},
+                         {"responseKind", response_kind(kind_group, kind_version, res->kind)},
+                         {"verbs", read_write}});
+                if (!v->scale.is_null())
+                    subresources.push_back(
+                        {{"subresource", "scale"},
+                         {"responseKind", response_kind("autoscaling", "v1", "Scale")},
+                         {"verbs", read_write}});
+                for (const auto& [sub, verbs] : res->extra_subresources)
+                    subresources.push_back(
+                        {{"subresource", sub},
+                         {"responseKind", response_kind(kind_group, kind_version, res->kind)},
+                         {"verbs", verbs}});
+                if (!subresources.empty()) entry["subresources"] = std::move(subresources);
+                resources.push_back(std::move(entry));
+            }
+            versions.push_back(
+                {{"version", version}, {"freshness", "Current"}, {"resources", resources}});
+        }
+        return versions;  // preferred version first
+    };
+    json items = json::array();
+    if (core_group) {
+        items.push_back({{"metadata", {{"name", ""}}}, {"versions", versions_of("")}});
+    } else {
+        std::set<std::string> done;  // built-in groups first, then CRD groups in name order
+        for (const auto& res : all_resources()) {
+            if (res->group.empty() || done.count(res->group) || !groups.count(res->group)) continue;
+            done.insert(res->group);
+            items.push_back(
+                {{"metadata", {{"name", res->group}}}, {"versions", versions_of(res->group)}});
+        }
+    }
+    return {{"kind", "APIGroupDiscoveryList"},
+            {"apiVersion", "apidiscovery.k8s.io/" + api_version},
+            {"metadata", json::object()},
+            {"items", std::move(items)}};
+}
 
 json Engine::resource_list(const std::string& group, const std::string& version) const {
     json resources = json::array();
@@ -95,7 +222,22 @@ std::map<std::string, std::vector<std::string>> Engine::served_groups() const {
     return groups;
 }
 
-HttpResponse Engine::discovery(const std::vector<std::string>& seg, const HttpRequest&) {
+HttpResponse Engine::discovery(const std::vector<std::string>& seg, const HttpRequest& request) {
+    if (seg.size() == 1) {
+        if (std::string v = aggregated_discovery_version(request.accept); !v.empty()) {
+            HttpResponse r;
+            r.body = aggregated_discovery(seg[0] == "api", v).dump();
+            r.content_type =
+                "application/json;g=apidiscovery.k8s.io;v=" + v + ";as=APIGroupDiscoveryList";
+            std::string etag = etag_of(r.body);
+            r.headers = {{"ETag", etag}, {"Vary", "Accept"}, {"Cache-Control", "public"}};
+            if (request.if_none_match == etag) {
+                r.status = 304;
+                r.body.clear();
+            }
+            return r;
+        }
+    }
     auto groups = served_groups();
     auto group_json = [](const std::string& name, const std::vector<std::string>& versions) {
         json vs = json::array();

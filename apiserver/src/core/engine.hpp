@@ -4,7 +4,9 @@
 // Table output, controllers (CRD establishment and cleanup, namespace lifecycle,
 // garbage collection), admission webhooks and SQLite persistence.
 //
-// Everything lives in one Engine guarded by one mutex; ApiCore is a thin shell.
+// Everything lives in one Engine guarded by one mutex; ApiCore is a thin shell. Stored
+// objects are immutable shared pointers, so a list snapshots them under the mutex and
+// serializes its body outside it (list_body.cpp).
 #pragma once
 
 #include <atomic>
@@ -12,6 +14,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,6 +34,7 @@ namespace kopf::apiserver::core {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
+using StoredObject = std::shared_ptr<const json>;
 
 // Any failure inside the engine: carries the Kubernetes Status body to return.
 struct ApiError : std::exception {
@@ -130,6 +134,21 @@ struct WatchEvent {
 using WatchEventPtr = std::shared_ptr<WatchEvent>;
 
 class Engine;
+// Renders one Table row (cells + object per includeObject) from an object's view.
+using TableRowRenderer = std::function<json(const json& view)>;
+
+// What a list response shows, taken under the engine lock: pointers to the immutable stored
+// objects plus the list metadata. Serialized in pieces outside the lock (list_body.cpp).
+struct ListSnapshot {
+    std::shared_ptr<const Engine> engine;  // keeps the views' helpers alive
+    ResourcePtr res;
+    std::string version;
+    std::vector<StoredObject> items;
+    json metadata;           // resourceVersion, continue, remainingItemCount
+    TableRowRenderer table;  // set: a meta.k8s.io/v1 Table instead of a list
+    json column_definitions;
+};
+std::shared_ptr<BodyStream> make_list_body(ListSnapshot snapshot);
 
 class Watcher : public WatchStream, public std::enable_shared_from_this<Watcher> {
   public:
@@ -179,6 +198,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
     void shutdown();  // ends watches and the background thread
 
     HttpResponse handle(const HttpRequest& request);
+    bool may_block(const HttpRequest& request) const;
     void drop_watches();
     void compact_history();
     void stall_watches(bool stalled);
@@ -201,8 +221,13 @@ class Engine : public std::enable_shared_from_this<Engine> {
     std::vector<ResourcePtr> builtins_;
     std::map<std::string, ResourcePtr> crd_resources_;  // CRD name -> resource
 
-    // Storage: storage_key -> ("ns/name" -> object in stored form).
-    std::unordered_map<std::string, std::map<std::string, json>> store_;
+    // Storage: storage_key -> ("ns/name" -> object in stored form). Stored objects are
+    // immutable once committed: a write replaces the pointer, so lists and watch events
+    // share them without copies and serialize them outside the lock.
+    std::unordered_map<std::string, std::map<std::string, StoredObject>> store_;
+    // Objects replaced during the current request or controller pass: callers may still
+    // hold references to them (find_object() results), so they live until the next one.
+    std::vector<StoredObject> retired_;
     uint64_t rv_ = 0;
     std::deque<WatchEventPtr> history_;
     uint64_t oldest_available_rv_ = 0;  // resuming from below this gets 410
@@ -210,6 +235,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
     std::unique_ptr<Persistence> persistence_;
     bool controllers_dirty_ = false;
     bool gc_relevant_ = false;  // some object ever had ownerReferences or GC finalizers
+    std::atomic<bool> webhooks_configured_{false};  // any admission webhook configuration stored
+    void note_admission_storage(const Resource& res);
 
     // api_core.cpp: routing.
     HttpResponse route(const HttpRequest& request);
@@ -231,6 +258,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
     HttpResponse openapi(const std::vector<std::string>& seg);
     json resource_list(const std::string& group, const std::string& version) const;
     std::map<std::string, std::vector<std::string>> served_groups() const;  // group->versions
+    // APIGroupDiscoveryList (§1.4) of the core group (/api) or of all others (/apis).
+    json aggregated_discovery(bool core_group, const std::string& api_version) const;
 
     // objects.cpp
     HttpResponse do_get(RequestInfo& rq);
@@ -249,9 +278,12 @@ class Engine : public std::enable_shared_from_this<Engine> {
                            const std::string& name) const {
         return res.namespaced ? ns + "/" + name : name;
     }
-    json* find_object(const Resource& res, const std::string& ns, const std::string& name);
+    const json* find_object(const Resource& res, const std::string& ns, const std::string& name);
+    StoredObject find_stored(const Resource& res, const std::string& ns, const std::string& name);
     const json& commit_write(const Resource& res, json object, const json* previous);
-    void commit_delete(const Resource& res, const std::string& ns, const std::string& name);
+    // `final_state`: the object as the DELETED event shows it (default: the stored one).
+    void commit_delete(const Resource& res, const std::string& ns, const std::string& name,
+                       std::optional<json> final_state = std::nullopt);
     json to_view(const Resource& res, const std::string& version, const json& stored) const;
     json from_view(const Resource& res, const std::string& version, json object) const;
     // Stored objects already carry the storage version's apiVersion/kind.
@@ -265,7 +297,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
     json prepare_create(RequestInfo& rq, json object);
     json prepare_update(RequestInfo& rq, const json& current, json object, bool from_patch);
     // Admission, no-op detection, dry-run and commit; `current` is null for creates.
-    HttpResponse finish_write(RequestInfo& rq, Lock& lock, json object, std::optional<json> current,
+    HttpResponse finish_write(RequestInfo& rq, Lock& lock, json object, StoredObject current,
                               int code);
     // CRs: prune, default and validate; unknown (pruned) fields are reported per
     // fieldValidation when `report_unknown`.
@@ -289,6 +321,12 @@ class Engine : public std::enable_shared_from_this<Engine> {
                   const std::string& include_object, bool with_columns) const;
     json table_columns(const Resource& res, const std::string& version) const;
 
+  public:
+    // Throws 400 for an unknown includeObject.
+    TableRowRenderer table_row_renderer(const Resource& res, const std::string& version,
+                                        const std::string& include_object) const;
+
+  private:
     // controllers.cpp (need mu_ held)
     void run_controllers();
     void establish_crds();

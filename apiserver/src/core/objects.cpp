@@ -127,11 +127,31 @@ uint64_t parse_rv(const std::string& text) {
 
 // ---------------------------------------------------------------- storage primitives
 
-json* Engine::find_object(const Resource& res, const std::string& ns, const std::string& name) {
+StoredObject Engine::find_stored(const Resource& res, const std::string& ns,
+                                 const std::string& name) {
     auto s = store_.find(res.storage_key);
     if (s == store_.end()) return nullptr;
     auto it = s->second.find(object_key(res, ns, name));
-    return it == s->second.end() ? nullptr : &it->second;
+    return it == s->second.end() ? nullptr : it->second;
+}
+
+const json* Engine::find_object(const Resource& res, const std::string& ns,
+                                const std::string& name) {
+    auto s = store_.find(res.storage_key);
+    if (s == store_.end()) return nullptr;
+    auto it = s->second.find(object_key(res, ns, name));
+    return it == s->second.end() ? nullptr : it->second.get();
+}
+
+void Engine::note_admission_storage(const Resource& res) {
+    if (res.storage_key.rfind("admissionregistration.k8s.io/", 0) != 0) return;
+    bool any = false;
+    for (const char* key : {"admissionregistration.k8s.io/mutatingwebhookconfigurations",
+                            "admissionregistration.k8s.io/validatingwebhookconfigurations"}) {
+        auto it = store_.find(key);
+        if (it != store_.end() && !it->second.empty()) any = true;
+    }
+    webhooks_configured_ = any;
 }
 
 ResourcePtr Engine::resource_for_storage(const std::string& storage_key) const {
@@ -150,7 +170,6 @@ const json& Engine::commit_write(const Resource& res, json object, const json* p
     event->storage_key = res.storage_key;
     event->type = previous ? "MODIFIED" : "ADDED";
     event->ns = ns;
-    if (previous) event->previous = std::make_shared<const json>(*previous);
     if (!gc_relevant_) {
         const json& m = object["metadata"];
         if (m.contains("ownerReferences")) gc_relevant_ = true;
@@ -158,15 +177,20 @@ const json& Engine::commit_write(const Resource& res, json object, const json* p
             if (f == "orphan" || f == "foregroundDeletion") gc_relevant_ = true;
     }
     if (persistence_) persistence_->put(res.storage_key, key, object.dump(), rv_);
-    json& stored = store_[res.storage_key][key];
-    stored = std::move(object);
-    event->object = std::make_shared<const json>(stored);
+    StoredObject& slot = store_[res.storage_key][key];
+    // The state before this write is the stored object (shared, not copied).
+    if (previous) event->previous = slot ? slot : std::make_shared<const json>(*previous);
+    if (slot) retired_.push_back(std::move(slot));
+    slot = std::make_shared<const json>(std::move(object));
+    event->object = slot;
     history_.push_back(event);
     while (history_.size() > options_.history_size) {
         oldest_available_rv_ = history_.front()->rv;
         history_.pop_front();
     }
     fan_out(event);
+    note_admission_storage(res);
+    const json& stored = *event->object;
     if (res.storage_key == kCrdStorage) {
         sync_crd(stored);
         controllers_dirty_ = true;
@@ -174,13 +198,15 @@ const json& Engine::commit_write(const Resource& res, json object, const json* p
     return stored;
 }
 
-void Engine::commit_delete(const Resource& res, const std::string& ns, const std::string& name) {
+void Engine::commit_delete(const Resource& res, const std::string& ns, const std::string& name,
+                           std::optional<json> final_state) {
     auto& coll = store_[res.storage_key];
     std::string key = object_key(res, ns, name);
     auto it = coll.find(key);
     if (it == coll.end()) return;
     ++rv_;
-    json last = std::move(it->second);
+    json last = final_state ? std::move(*final_state) : *it->second;
+    retired_.push_back(std::move(it->second));
     coll.erase(it);
     if (persistence_) persistence_->erase(res.storage_key, key, rv_);
     last["metadata"]["resourceVersion"] = std::to_string(rv_);
@@ -196,6 +222,7 @@ void Engine::commit_delete(const Resource& res, const std::string& ns, const std
         history_.pop_front();
     }
     fan_out(event);
+    note_admission_storage(res);
     controllers_dirty_ = true;
     if (res.storage_key == kCrdStorage) {
         // The CRD is gone: so are its objects and its endpoints.
@@ -341,7 +368,7 @@ void Engine::validate_builtin(const Resource& res, const json& object, json& cau
 
 HttpResponse Engine::do_get(RequestInfo& rq) {
     const Resource& res = *rq.res;
-    json* obj = find_object(res, rq.ns, rq.name);
+    const json* obj = find_object(res, rq.ns, rq.name);
     if (!obj) {
         ApiError e;
         e.code = 404;
@@ -458,9 +485,17 @@ HttpResponse Engine::do_list(RequestInfo& rq) {
                             "parameter.");
         list_rv = token_rv;
     }
-    json items = json::array();
-    std::vector<json> views;
-    bool table = wants_table(rq.http->accept);
+    // Take pointers to the matching objects under the lock: they are immutable, so the
+    // body is serialized later, piece by piece, outside it and still shows one state.
+    ListSnapshot snapshot;
+    snapshot.res = rq.res;
+    snapshot.version = rq.version;
+    if (wants_table(rq.http->accept)) {
+        std::string include = query(rq, "includeObject");
+        snapshot.table =
+            table_row_renderer(res, rq.version, include.empty() ? "Metadata" : include);
+        snapshot.column_definitions = table_columns(res, rq.version);
+    }
     std::string next_key;
     std::size_t remaining = 0;
     bool filtering = !labels.empty() || !fields.empty();
@@ -471,22 +506,19 @@ HttpResponse Engine::do_list(RequestInfo& rq) {
         auto it = start_key.empty() ? coll.lower_bound(prefix) : coll.lower_bound(start_key);
         for (; it != coll.end(); ++it) {
             if (!prefix.empty() && it->first.compare(0, prefix.size(), prefix) != 0) break;
-            const json& obj = it->second;
+            const json& obj = *it->second;
             const json& meta = obj["metadata"];
             if (!labels.empty() &&
                 !labels.matches(meta.contains("labels") ? meta["labels"] : json()))
                 continue;
             if (!fields.empty() && !fields.matches(obj)) continue;
-            if (limit && views.size() + items.size() >= limit) {
+            if (limit && snapshot.items.size() >= limit) {
                 if (next_key.empty()) next_key = it->first;
                 ++remaining;
                 if (filtering) break;
                 continue;
             }
-            if (table)
-                views.push_back(to_view(res, rq.version, obj));
-            else
-                items.push_back(to_view(res, rq.version, obj));
+            snapshot.items.push_back(it->second);
         }
     }
     json metadata = {{"resourceVersion", std::to_string(list_rv)}};
@@ -495,17 +527,11 @@ HttpResponse Engine::do_list(RequestInfo& rq) {
         metadata["continue"] = base64url_encode(token.dump());
         if (!filtering) metadata["remainingItemCount"] = remaining;
     }
-    if (table) {
-        std::string include = query(rq, "includeObject");
-        if (include.empty()) include = "Metadata";
-        json t = to_table(res, rq.version, views, include, true);
-        t["metadata"] = metadata;
-        return json_response(t);
-    }
-    return json_response({{"kind", res.list_kind},
-                          {"apiVersion", res.group_version(rq.version)},
-                          {"metadata", metadata},
-                          {"items", std::move(items)}});
+    snapshot.metadata = std::move(metadata);
+    snapshot.engine = shared_from_this();
+    HttpResponse response;
+    response.body_stream = make_list_body(std::move(snapshot));
+    return response;
 }
 
 // ---------------------------------------------------------------- create
@@ -555,7 +581,7 @@ json Engine::prepare_create(RequestInfo& rq, json obj) {
                         "to be created");
     if (res.namespaced) {
         auto namespaces = find_endpoint("", "v1", "namespaces");
-        json* ns_obj = find_object(*namespaces, "", rq.ns);
+        const json* ns_obj = find_object(*namespaces, "", rq.ns);
         if (!ns_obj)
             throw api_error(404, "NotFound", "namespaces \"" + rq.ns + "\" not found",
                             {{"name", rq.ns}, {"kind", "namespaces"}});
@@ -637,7 +663,7 @@ json Engine::prepare_create(RequestInfo& rq, json obj) {
 HttpResponse Engine::do_create(RequestInfo& rq, Lock& lock) {
     json body = decode_body(rq.http->body, rq.http->content_type);
     json obj = prepare_create(rq, std::move(body));
-    return finish_write(rq, lock, std::move(obj), std::nullopt, 201);
+    return finish_write(rq, lock, std::move(obj), nullptr, 201);
 }
 
 // ---------------------------------------------------------------- update
@@ -772,14 +798,14 @@ HttpResponse Engine::do_update(RequestInfo& rq, Lock& lock) {
         body["apiVersion"] != expected_gv)
         throw bad_request("the API version in the data (" + body["apiVersion"].dump() +
                           ") does not match the expected API version (" + expected_gv + ")");
-    json* current = find_object(res, rq.ns, rq.name);
+    StoredObject current = find_stored(res, rq.ns, rq.name);
     if (!current) {
         ApiError e;
         e.code = 404;
         e.status = not_found_status(res, rq.name);
         throw e;
     }
-    json cur = *current;
+    const json& cur = *current;
     if (rq.sub == "scale") {
         json replicas = body.contains("spec") ? body["spec"].value("replicas", json()) : json();
         std::string path =
@@ -792,12 +818,12 @@ HttpResponse Engine::do_update(RequestInfo& rq, Lock& lock) {
         RequestInfo main = rq;
         main.sub.clear();
         json obj = prepare_update(main, cur, std::move(view), true);
-        finish_write(main, lock, std::move(obj), cur, 200);
+        finish_write(main, lock, std::move(obj), current, 200);
         RequestInfo get = rq;
         return do_get(get);
     }
     json obj = prepare_update(rq, cur, std::move(body), false);
-    return finish_write(rq, lock, std::move(obj), std::move(cur), 200);
+    return finish_write(rq, lock, std::move(obj), current, 200);
 }
 
 // ---------------------------------------------------------------- patch
@@ -834,21 +860,21 @@ HttpResponse Engine::do_patch(RequestInfo& rq, Lock& lock) {
         patch = json::parse(rq.http->body, nullptr, false);
         if (patch.is_discarded()) throw bad_request("couldn't decode the patch body as JSON");
     }
-    json* current = find_object(res, rq.ns, rq.name);
+    StoredObject current = find_stored(res, rq.ns, rq.name);
     if (!current) {
         if (is_apply && rq.sub.empty()) {
             json fields = fields_of(patch);
             json obj = prepare_create(rq, std::move(patch));
             obj["metadata"]["managedFields"] = json::array(
                 {apply_entry(rq.field_manager, res.group_version(rq.version), std::move(fields))});
-            return finish_write(rq, lock, std::move(obj), std::nullopt, 201);
+            return finish_write(rq, lock, std::move(obj), nullptr, 201);
         }
         ApiError e;
         e.code = 404;
         e.status = not_found_status(res, rq.name);
         throw e;
     }
-    json cur = *current;
+    const json& cur = *current;
     json base = to_view(res, rq.version, cur);
     json patched;
     if (is_json_patch) {
@@ -881,7 +907,8 @@ HttpResponse Engine::do_patch(RequestInfo& rq, Lock& lock) {
         if (!patch.is_object()) {
             if (is_merge) throw bad_request("the merge patch must be a JSON object");
         }
-        patched = base;
+        // `base` is needed again only for apply and /scale: otherwise it becomes the result.
+        patched = is_apply || rq.sub == "scale" ? base : std::move(base);
         patched.merge_patch(patch);
         if (is_apply) {
             // Server-side apply (minimum of §5.5): merge, drop what this manager applied
@@ -939,17 +966,17 @@ HttpResponse Engine::do_patch(RequestInfo& rq, Lock& lock) {
         RequestInfo main = rq;
         main.sub.clear();
         json obj = prepare_update(main, cur, std::move(view), true);
-        finish_write(main, lock, std::move(obj), cur, 200);
+        finish_write(main, lock, std::move(obj), current, 200);
         return do_get(get);
     }
     json obj = prepare_update(rq, cur, std::move(patched), true);
-    return finish_write(rq, lock, std::move(obj), std::move(cur), 200);
+    return finish_write(rq, lock, std::move(obj), current, 200);
 }
 
 // ---------------------------------------------------------------- commit with admission
 
-HttpResponse Engine::finish_write(RequestInfo& rq, Lock& lock, json obj,
-                                  std::optional<json> current, int code) {
+HttpResponse Engine::finish_write(RequestInfo& rq, Lock& lock, json obj, StoredObject current,
+                                  int code) {
     const Resource& res = *rq.res;
     std::vector<std::pair<std::string, std::string>> warnings;
     std::string operation = current ? "UPDATE" : "CREATE";
@@ -958,7 +985,7 @@ HttpResponse Engine::finish_write(RequestInfo& rq, Lock& lock, json obj,
     bool mutated = admit(rq, lock, operation, &obj, current ? &*current : nullptr, warnings);
     if (rv_ != base_rv) {
         // The lock was released for webhooks: re-check the stored state.
-        json* now = find_object(res, rq.ns, obj["metadata"].value("name", ""));
+        const json* now = find_object(res, rq.ns, obj["metadata"].value("name", ""));
         if (current && (!now || (*now)["metadata"].value("resourceVersion", "") != current_rv))
             throw api_error(409, "Conflict",
                             "Operation cannot be fulfilled on " + res.qualified() + " \"" +
@@ -1000,10 +1027,8 @@ HttpResponse Engine::finish_write(RequestInfo& rq, Lock& lock, json obj,
         // The last finalizer is gone: the object goes away in the same request.
         // As in Kubernetes, the DELETED event and the response show the written object (without
         // finalizers) at the deletion's resourceVersion, so writers can wait for their own write.
-        json* stored = find_object(res, rq.ns, rq.name);
-        if (stored) {
-            *stored = obj;
-            commit_delete(res, rq.ns, rq.name);
+        if (find_object(res, rq.ns, rq.name)) {
+            commit_delete(res, rq.ns, rq.name, obj);
             obj["metadata"]["resourceVersion"] = std::to_string(rv_);
         }
         response.body = to_view(res, rq.version, obj).dump();
@@ -1127,7 +1152,7 @@ HttpResponse Engine::do_delete(RequestInfo& rq, Lock& lock) {
     if (options.contains("dryRun") && options["dryRun"].is_array())
         for (const auto& d : options["dryRun"])
             if (d == "All") rq.dry_run = true;
-    json* current = find_object(res, rq.ns, rq.name);
+    const json* current = find_object(res, rq.ns, rq.name);
     if (!current) {
         ApiError e;
         e.code = 404;
@@ -1184,7 +1209,8 @@ HttpResponse Engine::do_delete_collection(RequestInfo& rq, Lock& lock) {
     std::vector<json> targets;
     auto s = store_.find(res.storage_key);
     if (s != store_.end())
-        for (const auto& [key, obj] : s->second) {
+        for (const auto& [key, stored] : s->second) {
+            const json& obj = *stored;
             if (res.namespaced && obj["metadata"].value("namespace", "") != rq.ns) continue;
             const json& meta = obj["metadata"];
             if (!labels.matches(meta.contains("labels") ? meta["labels"] : json())) continue;
@@ -1197,7 +1223,7 @@ HttpResponse Engine::do_delete_collection(RequestInfo& rq, Lock& lock) {
         RequestInfo item = rq;
         item.name = t["metadata"].value("name", "");
         admit(item, lock, "DELETE", nullptr, &t, warnings);
-        json* current = find_object(res, rq.ns, item.name);
+        const json* current = find_object(res, rq.ns, item.name);
         if (!current) continue;
         json c = *current;
         delete_object(res, rq.version, c, propagation, rq.dry_run);

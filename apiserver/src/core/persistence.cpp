@@ -119,13 +119,13 @@ void Engine::load_persisted() {
         [&](const std::string& storage, const std::string& key, const std::string& body) {
             json obj = json::parse(body, nullptr, false);
             if (obj.is_discarded()) return;
-            store_[storage][key] = std::move(obj);
+            store_[storage][key] = std::make_shared<const json>(std::move(obj));
             gc_relevant_ = true;  // restored objects may carry ownerReferences
         });
     // CRDs publish their resources again.
     auto it = store_.find("apiextensions.k8s.io/customresourcedefinitions");
     if (it != store_.end())
-        for (const auto& [key, crd] : it->second) sync_crd(crd);
+        for (const auto& [key, crd] : it->second) sync_crd(*crd);
 }
 
 }  // namespace kopf::apiserver::core

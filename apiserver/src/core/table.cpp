@@ -142,36 +142,36 @@ json Engine::table_columns(const Resource& res, const std::string& version) cons
     return defs;
 }
 
-json Engine::to_table(const Resource& res, const std::string& version,
-                      const std::vector<json>& views, const std::string& include_object,
-                      bool with_columns) const {
+TableRowRenderer Engine::table_row_renderer(const Resource& res, const std::string& version,
+                                            const std::string& include_object) const {
     if (include_object != "Metadata" && include_object != "Object" && include_object != "None")
         throw bad_request("includeObject: Unsupported value: \"" + include_object +
                           "\": supported values: \"Metadata\", \"None\", \"Object\"");
-    json rows = json::array();
-    const ResourceVersion* v = res.version(version);
-    BuiltinColumns builtin;
-    if (res.builtin) builtin = builtin_columns(res);
-    for (const auto& obj : views) {
+    std::shared_ptr<BuiltinColumns> builtin;
+    if (res.builtin) builtin = std::make_shared<BuiltinColumns>(builtin_columns(res));
+    json printer_columns;
+    if (const ResourceVersion* v = res.version(version); v && v->printer_columns.is_array())
+        printer_columns = v->printer_columns;
+    return [builtin, printer_columns, include_object](const json& obj) {
         json cells = json::array();
-        if (res.builtin) {
-            for (auto& c : builtin.cells(obj)) cells.push_back(c);
+        if (builtin) {
+            for (auto& c : builtin->cells(obj)) cells.push_back(std::move(c));
         } else {
             cells.push_back(obj["metadata"].value("name", ""));
-            if (!v || !v->printer_columns.is_array() || v->printer_columns.empty()) {
+            if (printer_columns.empty()) {
                 cells.push_back(human_age(obj["metadata"].value("creationTimestamp", "")));
             } else {
-                for (const auto& c : v->printer_columns) {
+                for (const auto& c : printer_columns) {
                     json value = eval_json_path(obj, c.value("jsonPath", ""));
                     if (c.value("type", "") == "date" && value.is_string())
                         value = human_age(value.get<std::string>());
                     else if (value.is_object() || value.is_array())
                         value = value.dump();
-                    cells.push_back(value);
+                    cells.push_back(std::move(value));
                 }
             }
         }
-        json row = {{"cells", cells}};
+        json row = {{"cells", std::move(cells)}};
         if (include_object == "Object") {
             row["object"] = obj;
         } else if (include_object == "Metadata") {
@@ -179,8 +179,16 @@ json Engine::to_table(const Resource& res, const std::string& version,
                              {"apiVersion", "meta.k8s.io/v1"},
                              {"metadata", obj["metadata"]}};
         }
-        rows.push_back(std::move(row));
-    }
+        return row;
+    };
+}
+
+json Engine::to_table(const Resource& res, const std::string& version,
+                      const std::vector<json>& views, const std::string& include_object,
+                      bool with_columns) const {
+    auto render = table_row_renderer(res, version, include_object);
+    json rows = json::array();
+    for (const auto& obj : views) rows.push_back(render(obj));
     return {{"kind", "Table"},
             {"apiVersion", "meta.k8s.io/v1"},
             {"metadata", {{"resourceVersion", std::to_string(rv_)}}},

@@ -209,8 +209,8 @@ void Engine::start_watch(const std::shared_ptr<Watcher>& w, std::shared_ptr<Watc
         auto s = store_.find(res.storage_key);
         if (s != store_.end()) {
             for (const auto& [key, obj] : s->second) {
-                if (!matches(*w, obj)) continue;
-                w->sink->send(render_event(*w, "ADDED", to_view(res, w->version, obj)));
+                if (!matches(*w, *obj)) continue;
+                w->sink->send(render_event(*w, "ADDED", to_view(res, w->version, *obj)));
             }
         }
         if (w->send_initial_events) send_bookmark(*w, true);
@@ -257,6 +257,7 @@ void Engine::background_loop() {
                 list.end());
         }
         if (controllers_dirty_) run_controllers();
+        retired_.clear();
     }
 }
 

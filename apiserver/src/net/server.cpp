@@ -1,6 +1,7 @@
 // The network layer of the embedded API server: a Boost.Beast HTTP/1.1 server on Asio
 // coroutines (plain or TLS), authentication, overload protection, fault injection, and
-// chunked streaming of watches. Everything Kubernetes-specific is behind ApiCore::handle().
+// chunked streaming of watches and large lists. Everything Kubernetes-specific is behind
+// ApiCore::handle().
 #include "kopf/apiserver/server.hpp"
 
 #include <array>
@@ -44,6 +45,9 @@ namespace http = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+// Watch writes closer together than this are batched by waiting kGatherFor before the next.
+constexpr auto kGatherWhenWritesAreCloserThan = std::chrono::milliseconds(2);
+constexpr auto kGatherFor = std::chrono::microseconds(500);
 
 // Watches are long-running and exempt from the in-flight limit: `?watch=` with any value
 // but false/0, or the legacy /api/v1/watch/... and /apis/GROUP/VERSION/watch/... paths.
@@ -218,6 +222,15 @@ struct Server::Impl {
     // may_inject: the caller may use the fault-injection endpoint (admin token, or a
     // loopback client on plain HTTP).
     asio::awaitable<HttpResponse> dispatch(HttpRequest& request, bool may_inject);
+    template <class Message>
+    static void set_headers(Message& message, const HttpResponse& response);
+    // The next piece of a streamed body: false when the body is complete, nullopt when
+    // making it failed.
+    asio::awaitable<std::optional<bool>> next_piece(BodyStream& body, std::string& piece);
+    // Writes a chunked response: the pieces already produced, then the rest of `body`.
+    template <class Stream>
+    asio::awaitable<bool> write_chunked(Stream& stream, http::response<http::empty_body>& head,
+                                        BodyStream& body, std::string& first, std::string& second);
     HttpResponse admin_request(const HttpRequest& request);
 };
 
@@ -470,6 +483,7 @@ asio::awaitable<void> Server::Impl::serve(std::shared_ptr<Stream> stream,
             request.content_type = std::string(req[http::field::content_type]);
             request.accept = std::string(req[http::field::accept]);
             request.user_agent = std::string(req[http::field::user_agent]);
+            request.if_none_match = std::string(req[http::field::if_none_match]);
             request.body = std::move(req.body());
 
             // Authentication: a presented token must be valid; TLS needs credentials.
@@ -499,11 +513,41 @@ asio::awaitable<void> Server::Impl::serve(std::shared_ptr<Stream> stream,
             co_return;
         }
 
+        std::string body = std::move(response.body);
+        std::string second_piece;
+        bool streamed = false;
+        if (response.body_stream) {
+            // A small streamed body goes out whole with a Content-Length; a large one in
+            // HTTP chunks, one piece at a time.
+            // The first two pieces are made here: most lists are small and end after one,
+            // and a hop to the handler pool would cost more than making them.
+            try {
+                response.body_stream->next(body);
+                streamed = response.body_stream->next(second_piece);
+            } catch (const std::exception& e) {
+                response = net::status_response(
+                    500, "InternalError", std::string("Internal error occurred: ") + e.what());
+                body = std::move(response.body);
+                streamed = false;
+            }
+        }
+        if (streamed) {
+            http::response<http::empty_body> head{static_cast<http::status>(response.status),
+                                                  version};
+            set_headers(head, response);
+            head.chunked(true);
+            head.keep_alive(keep_alive);
+            bool ok =
+                co_await write_chunked(*stream, head, *response.body_stream, body, second_piece);
+            if (!ok || !keep_alive) {
+                close();
+                co_return;
+            }
+            continue;
+        }
         http::response<http::string_body> res{static_cast<http::status>(response.status), version};
-        res.set(http::field::content_type, response.content_type);
-        res.set(http::field::cache_control, "no-cache, private");
-        for (auto& [name, value] : response.headers) res.insert(name, value);
-        res.body() = std::move(response.body);
+        set_headers(res, response);
+        res.body() = std::move(body);
         res.keep_alive(keep_alive);
         res.prepare_payload();
         auto [write_ec, written] = co_await http::async_write(*stream, res, use_tuple);
@@ -512,6 +556,81 @@ asio::awaitable<void> Server::Impl::serve(std::shared_ptr<Stream> stream,
             co_return;
         }
     }
+}
+
+template <class Message>
+void Server::Impl::set_headers(Message& message, const HttpResponse& response) {
+    message.set(http::field::content_type, response.content_type);
+    bool cache_control = false;
+    for (const auto& [name, value] : response.headers) {
+        message.insert(name, value);
+        if (beast::iequals(name, "Cache-Control")) cache_control = true;
+    }
+    if (!cache_control) message.set(http::field::cache_control, "no-cache, private");
+}
+
+asio::awaitable<std::optional<bool>> Server::Impl::next_piece(BodyStream& body,
+                                                              std::string& piece) {
+    auto produce = [&body, &piece]() -> asio::awaitable<std::optional<bool>> {
+        try {
+            co_return body.next(piece);
+        } catch (const std::exception&) {
+            co_return std::nullopt;  // the status line is out: only closing tells the client
+        }
+    };
+    if (!handlers) {
+        auto task = produce();
+        co_return co_await std::move(task);
+    }
+    // Serializing a piece takes a while: keep it off the network threads.
+    auto task = asio::co_spawn(*handlers, std::move(produce), asio::use_awaitable);
+    co_return co_await std::move(task);
+}
+
+template <class Stream>
+asio::awaitable<bool> Server::Impl::write_chunked(Stream& stream,
+                                                  http::response<http::empty_body>& head,
+                                                  BodyStream& body, std::string& first,
+                                                  std::string& second) {
+    // HTTP/1.0 has no chunks: the body ends where the connection does.
+    const bool chunked = head.version() >= 11;
+    if (!chunked) {
+        head.chunked(false);
+        head.keep_alive(false);
+    }
+    http::response_serializer<http::empty_body> serializer{head};
+    auto [ec, n] = co_await http::async_write_header(stream, serializer, use_tuple);
+    if (ec) co_return false;
+    std::string* piece = &first;
+    std::string* spare = &second;
+    for (;;) {
+        if (!piece->empty()) {
+            // Awaitables are named first: g++ 12 may destroy temporaries of a co_await twice.
+            boost::system::error_code write_ec;
+            if (chunked) {
+                auto chunk = http::make_chunk(asio::buffer(*piece));
+                auto write = asio::async_write(stream, chunk, use_tuple);
+                std::tie(write_ec, std::ignore) = co_await std::move(write);
+            } else {
+                auto bytes = asio::buffer(*piece);
+                auto write = asio::async_write(stream, bytes, use_tuple);
+                std::tie(write_ec, std::ignore) = co_await std::move(write);
+            }
+            if (write_ec) co_return false;
+            piece->clear();
+        }
+        std::swap(piece, spare);
+        if (piece->empty()) {
+            auto more = co_await next_piece(body, *piece);
+            if (!more) co_return false;  // failed: close without ending the body
+            if (!*more) break;
+        }
+    }
+    if (!chunked) co_return false;  // the caller closes the connection
+    auto last_chunk = http::make_chunk_last();
+    auto write = asio::async_write(stream, last_chunk, use_tuple);
+    auto [last_ec, last_n] = co_await std::move(write);
+    co_return !last_ec;
 }
 
 asio::awaitable<HttpResponse> Server::Impl::dispatch(HttpRequest& request, bool may_inject) {
@@ -546,7 +665,9 @@ asio::awaitable<HttpResponse> Server::Impl::dispatch(HttpRequest& request, bool 
     if (auto failure = faults.take_failure()) {
         co_return net::injected_failure(failure->first, failure->second);
     }
-    if (!handlers) co_return core->handle(request);
+    // Most requests finish in microseconds: a hop to the handler pool and back would cost
+    // more than the request itself, so only those that may wait go there.
+    if (!handlers || !core->may_block(request)) co_return core->handle(request);
     co_return co_await asio::co_spawn(
         *handlers,
         [this, &request]() -> asio::awaitable<HttpResponse> { co_return core->handle(request); },
@@ -599,6 +720,8 @@ asio::awaitable<void> Server::Impl::stream_watch(std::shared_ptr<Stream> stream,
     }
 
     bool closed_by_core = false;
+    asio::steady_timer gather(executor);
+    auto last_write = std::chrono::steady_clock::time_point{};
     for (;;) {
         auto batch = channel->take();
         if (batch.gone) break;
@@ -606,6 +729,15 @@ asio::awaitable<void> Server::Impl::stream_watch(std::shared_ptr<Stream> stream,
             auto [write_ec, written] = co_await asio::async_write(
                 *stream, http::make_chunk(asio::buffer(batch.data)), use_tuple);
             if (write_ec) break;
+            // While events stream in, let a few gather before the next write: a write per
+            // event and watcher would spend most of the server's time in the kernel. A lone
+            // event still goes out at once.
+            auto now = std::chrono::steady_clock::now();
+            if (now - last_write < kGatherWhenWritesAreCloserThan) {
+                gather.expires_after(kGatherFor);
+                co_await gather.async_wait(use_tuple);
+            }
+            last_write = now;
             continue;
         }
         if (batch.closed) {

@@ -273,3 +273,42 @@ TEST(Kubectl, OverTlsWithoutCredentialsReportsUnauthorized) {
 
 }  // namespace
 }  // namespace kopf::apiserver::testing
+
+namespace kopf::apiserver::testing {
+namespace {
+
+// kubectl 1.32 asks for aggregated discovery first; with it served, it needs no
+// per-group-version documents at all.
+TEST(KubectlDiscovery, ApiResourcesUsesAggregatedDiscoveryWithoutPerGroupRequests) {
+    TestServer test;
+    auto result = test.kubectl({"api-resources", "-v=6"});
+    ASSERT_SUCCESS(result);
+    EXPECT_NE(result.out.find("Deployment"), std::string::npos) << result.out;
+    EXPECT_NE(result.err.find("/apis?timeout"), std::string::npos) << result.err;
+    EXPECT_EQ(result.err.find("/api/v1?timeout"), std::string::npos) << result.err;
+    EXPECT_EQ(result.err.find("/apis/apps/v1?timeout"), std::string::npos) << result.err;
+}
+
+TEST(KubectlDiscovery, ACrdIsUsableRightAfterCreationWithAWarmDiscoveryCache) {
+    TestServer test;
+    ASSERT_SUCCESS(test.kubectl({"api-resources"}));  // discovery is cached now
+    ASSERT_SUCCESS(test.kubectl({"create", "-f", script("kopfexample-crd.yaml")}));
+    auto listed = test.kubectl({"get", "kopfexamples"});
+    EXPECT_SUCCESS(listed);
+    EXPECT_NE(listed.err.find("No resources found"), std::string::npos) << listed.err;
+    auto resources = test.kubectl({"api-resources", "--api-group=kopf.dev"});
+    EXPECT_NE(resources.out.find("KopfExample"), std::string::npos) << resources.out;
+}
+
+TEST(KubectlDiscovery, ADeletedCrdLeavesDiscovery) {
+    TestServer test;
+    install_crd(test);
+    ASSERT_SUCCESS(test.kubectl({"delete", "crd", "kopfexamples.kopf.dev", "--wait=true"}));
+    auto resources = test.kubectl({"api-resources"});
+    EXPECT_SUCCESS(resources);
+    EXPECT_EQ(resources.out.find("KopfExample"), std::string::npos) << resources.out;
+    EXPECT_NE(test.kubectl({"get", "kopfexamples"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace kopf::apiserver::testing

@@ -33,8 +33,9 @@ struct ServerOptions {
     std::chrono::milliseconds bookmark_interval{60'000};
     std::size_t watch_history = 100'000;
     int threads = 2;  // network threads
-    // Threads that run ApiCore::handle() (it may block on SQLite or webhooks); 0 runs it
-    // on the network threads.
+    // Threads for the work that may block or take long: requests that wait on SQLite or
+    // webhooks, and the pieces of large list bodies. Other requests are handled on the
+    // network threads. 0 does everything on the network threads.
     int handler_threads = 8;
     // Serve POST /_kopf/faults (JSON: failNext {count,status,retryAfterSeconds},
     // delayMilliseconds, dropWatches, compactHistory, stallWatches) to the admin token, or

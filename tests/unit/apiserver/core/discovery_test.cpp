@@ -134,3 +134,110 @@ TEST(Discovery, NonJsonAcceptIsNotAcceptable) {
     EXPECT_EQ(reply.status, 406);
     EXPECT_EQ(reply.body["reason"], "NotAcceptable");
 }
+
+namespace {
+
+const char* kAggregatedAccept =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+
+Reply get_aggregated(ApiCore& core, const std::string& path, const std::string& etag = "") {
+    auto r = request("GET", path);
+    r.accept = kAggregatedAccept;
+    r.if_none_match = etag;
+    return call(core, r);
+}
+
+std::string header(const HttpResponse& response, const std::string& name) {
+    for (const auto& [key, value] : response.headers)
+        if (key == name) return value;
+    return "";
+}
+
+// The resource entry named `resource` in group `group` of an APIGroupDiscoveryList.
+json aggregated_entry(const json& list, const std::string& group, const std::string& resource) {
+    for (const auto& item : list["items"])
+        if (item["metadata"].value("name", "") == group)
+            for (const auto& r : item["versions"][0]["resources"])
+                if (r["resource"] == resource) return r;
+    return nullptr;
+}
+
+}  // namespace
+
+TEST(AggregatedDiscovery, ApiAnswersTheCoreGroupWithItsContentType) {
+    ApiCore core({});
+    auto r = get_aggregated(core, "/api");
+    ASSERT_EQ(r.status, 200);
+    EXPECT_EQ(r.response.content_type,
+              "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList");
+    EXPECT_EQ(r.body["kind"], "APIGroupDiscoveryList");
+    EXPECT_EQ(r.body["apiVersion"], "apidiscovery.k8s.io/v2");
+    ASSERT_EQ(r.body["items"].size(), 1u);
+    EXPECT_EQ(r.body["items"][0]["metadata"]["name"], "");
+    EXPECT_EQ(r.body["items"][0]["versions"][0]["version"], "v1");
+    EXPECT_EQ(r.body["items"][0]["versions"][0]["freshness"], "Current");
+}
+
+TEST(AggregatedDiscovery, ResourcesCarryScopeKindVerbsShortNamesAndSubresources) {
+    ApiCore core({});
+    auto pods = aggregated_entry(get_aggregated(core, "/api").body, "", "pods");
+    ASSERT_TRUE(pods.is_object());
+    EXPECT_EQ(pods["scope"], "Namespaced");
+    EXPECT_EQ(pods["singularResource"], "pod");
+    EXPECT_EQ(pods["responseKind"]["kind"], "Pod");
+    EXPECT_EQ(pods["shortNames"], json::array({"po"}));
+    EXPECT_EQ(pods["categories"], json::array({"all"}));
+    EXPECT_EQ(pods["subresources"][0]["subresource"], "status");
+    auto namespaces = aggregated_entry(get_aggregated(core, "/api").body, "", "namespaces");
+    EXPECT_EQ(namespaces["scope"], "Cluster");
+    auto deployments = aggregated_entry(get_aggregated(core, "/apis").body, "apps", "deployments");
+    ASSERT_TRUE(deployments.is_object());
+    EXPECT_EQ(deployments["verbs"].size(), 8u);
+}
+
+TEST(AggregatedDiscovery, CrdsAppearWithFullResponseKindsAndGoWhenDeleted) {
+    ApiCore core({});
+    install_widgets(core);
+    auto widgets = aggregated_entry(get_aggregated(core, "/apis").body, "example.com", "widgets");
+    ASSERT_TRUE(widgets.is_object());
+    EXPECT_EQ(widgets["responseKind"],
+              json({{"group", "example.com"}, {"version", "v1"}, {"kind", "Widget"}}));
+    EXPECT_EQ(widgets["shortNames"], json::array({"wg"}));
+    EXPECT_EQ(widgets["subresources"][0]["subresource"], "status");
+    del(core, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com");
+    EXPECT_TRUE(
+        aggregated_entry(get_aggregated(core, "/apis").body, "example.com", "widgets").is_null());
+}
+
+TEST(AggregatedDiscovery, EtagChangesWithTheCatalogAndMatchingIfNoneMatchIs304) {
+    ApiCore core({});
+    auto first = get_aggregated(core, "/apis");
+    std::string etag = header(first.response, "ETag");
+    ASSERT_FALSE(etag.empty());
+    EXPECT_EQ(header(first.response, "Vary"), "Accept");
+    auto again = get_aggregated(core, "/apis", etag);
+    EXPECT_EQ(again.status, 304);
+    EXPECT_TRUE(again.raw.empty());
+    install_widgets(core);
+    auto changed = get_aggregated(core, "/apis", etag);
+    EXPECT_EQ(changed.status, 200);
+    EXPECT_NE(header(changed.response, "ETag"), etag);
+}
+
+TEST(AggregatedDiscovery, PlainJsonAcceptKeepsTheLegacyDocuments) {
+    ApiCore core({});
+    auto r = request("GET", "/apis");
+    r.accept = "application/json, */*";
+    auto reply = call(core, r);
+    EXPECT_EQ(reply.body["kind"], "APIGroupList");
+    EXPECT_EQ(reply.response.content_type, "application/json");
+}
+
+TEST(AggregatedDiscovery, V2beta1IsServedWhenOnlyItIsAccepted) {
+    ApiCore core({});
+    auto r = request("GET", "/apis");
+    r.accept = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
+    auto reply = call(core, r);
+    EXPECT_EQ(reply.body["apiVersion"], "apidiscovery.k8s.io/v2beta1");
+}

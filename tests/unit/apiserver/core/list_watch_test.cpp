@@ -249,3 +249,59 @@ TEST(Table, ListAsTableHasColumnsAndRows) {
     EXPECT_EQ(reply.body["rows"][0]["cells"][0], "a");
     EXPECT_EQ(reply.body["rows"][0]["object"]["kind"], "PartialObjectMetadata");
 }
+
+TEST(ListStreaming, AListShowsTheStateWhenItWasTakenEvenIfObjectsChangeWhileItIsRead) {
+    ApiCore core({});
+    for (int i = 0; i < 600; ++i) post(core, kCms, configmap("cm-" + std::to_string(i)));
+    HttpResponse list = core.handle(request("GET", kCms));
+    ASSERT_NE(list.body_stream, nullptr);
+    std::string body, piece;
+    ASSERT_TRUE(list.body_stream->next(piece));  // part of the list is out already
+    body += piece;
+    for (int i = 0; i < 600; ++i)
+        patch(core, kCms + "/cm-" + std::to_string(i), {{"data", {{"k", "changed"}}}});
+    del(core, kCms + "/cm-599");
+    while (list.body_stream->next(piece)) body += piece;
+    json parsed = json::parse(body);
+    ASSERT_EQ(parsed["items"].size(), 600u);
+    std::string list_rv = parsed["metadata"]["resourceVersion"];
+    for (const auto& item : parsed["items"]) {
+        EXPECT_EQ(item["data"]["k"], "v");
+        EXPECT_LE(std::stoull(item["metadata"]["resourceVersion"].get<std::string>()),
+                  std::stoull(list_rv));
+    }
+}
+
+TEST(ListStreaming, ALargeListComesInSeveralPiecesThatFormOneDocument) {
+    ApiCore core({});
+    for (int i = 0; i < 1000; ++i) post(core, kCms, configmap("cm-" + std::to_string(i)));
+    HttpResponse list = core.handle(request("GET", kCms));
+    ASSERT_NE(list.body_stream, nullptr);
+    std::string body, piece;
+    int pieces = 0;
+    while (list.body_stream->next(piece)) {
+        body += piece;
+        ++pieces;
+    }
+    EXPECT_GT(pieces, 1);
+    json parsed = json::parse(body);
+    EXPECT_EQ(parsed["kind"], "ConfigMapList");
+    EXPECT_EQ(parsed["apiVersion"], "v1");
+    EXPECT_EQ(parsed["items"].size(), 1000u);
+}
+
+TEST(ListStreaming, AnEmptyListIsAValidDocument) {
+    ApiCore core({});
+    auto r = get(core, "/api/v1/namespaces/empty/configmaps");
+    ASSERT_EQ(r.status, 200) << r.raw;
+    EXPECT_EQ(r.body["items"], json::array());
+}
+
+TEST(ListStreaming, AnUnknownIncludeObjectIsRejectedBeforeAnyBody) {
+    ApiCore core({});
+    auto rq = request("GET", kCms, "", "", {{"includeObject", "Everything"}});
+    rq.accept = "application/json;as=Table;v=v1;g=meta.k8s.io";
+    auto r = call(core, rq);
+    EXPECT_EQ(r.status, 400);
+    EXPECT_EQ(r.response.body_stream, nullptr);
+}

@@ -36,11 +36,19 @@ struct Reply {
     HttpResponse response;
 };
 
+// The whole body of a response, also when the core streams it in pieces (lists).
+inline std::string body_of(HttpResponse& response) {
+    if (!response.body_stream) return response.body;
+    std::string body, piece;
+    while (response.body_stream->next(piece)) body += piece;
+    return body;
+}
+
 inline Reply call(ApiCore& core, const HttpRequest& r) {
     Reply out;
     out.response = core.handle(r);
     out.status = out.response.status;
-    out.raw = out.response.body;
+    out.raw = body_of(out.response);
     out.body = json::parse(out.raw, nullptr, false);
     return out;
 }
