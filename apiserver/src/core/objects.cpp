@@ -504,19 +504,27 @@ HttpResponse Engine::do_list(RequestInfo& rq) {
         const auto& coll = s->second;
         std::string prefix = res.namespaced && !rq.ns.empty() ? rq.ns + "/" : "";
         auto it = start_key.empty() ? coll.lower_bound(prefix) : coll.lower_bound(start_key);
-        for (; it != coll.end(); ++it) {
-            if (!prefix.empty() && it->first.compare(0, prefix.size(), prefix) != 0) break;
-            const json& obj = *it->second;
-            const json& meta = obj["metadata"];
-            if (!labels.empty() &&
-                !labels.matches(meta.contains("labels") ? meta["labels"] : json()))
-                continue;
-            if (!fields.empty() && !fields.matches(obj)) continue;
+        auto in_scope = [&](const auto& entry) {
+            return prefix.empty() || entry.first.compare(0, prefix.size(), prefix) == 0;
+        };
+        for (; it != coll.end() && in_scope(*it); ++it) {
+            if (filtering) {
+                const json& obj = *it->second;
+                const auto meta = obj.find("metadata");
+                const json none;
+                const json& object_labels =
+                    meta != obj.end() && meta->contains("labels") ? (*meta)["labels"] : none;
+                if (!labels.empty() && !labels.matches(object_labels)) continue;
+                if (!fields.empty() && !fields.matches(obj)) continue;
+            }
             if (limit && snapshot.items.size() >= limit) {
-                if (next_key.empty()) next_key = it->first;
-                ++remaining;
-                if (filtering) break;
-                continue;
+                next_key = it->first;
+                // Only counted without selectors (as Kubernetes does); a bare walk over keys
+                // keeps paging through a large collection cheap.
+                if (!filtering) {
+                    for (; it != coll.end() && in_scope(*it); ++it) ++remaining;
+                }
+                break;
             }
             snapshot.items.push_back(it->second);
         }
