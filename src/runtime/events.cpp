@@ -79,13 +79,13 @@ std::optional<EventPost> build_event(const json& object, const std::string& type
 }
 
 void EventQueue::push(EventPost post) {
-    std::function<void()> wakeup;
+    std::vector<std::function<void()>> wakeups;
     {
         std::lock_guard lock(mutex_);
         pending_.push_back(std::move(post));
-        wakeup = wakeup_;
+        for (const auto& [id, wakeup] : wakeups_) wakeups.push_back(wakeup);
     }
-    if (wakeup) wakeup();
+    for (const auto& wakeup : wakeups) wakeup();
 }
 
 std::vector<EventPost> EventQueue::take_all() {
@@ -97,7 +97,20 @@ std::vector<EventPost> EventQueue::take_all() {
 
 void EventQueue::set_wakeup(std::function<void()> wakeup) {
     std::lock_guard lock(mutex_);
-    wakeup_ = std::move(wakeup);
+    wakeups_.clear();
+    if (wakeup) wakeups_.emplace(next_wakeup_++, std::move(wakeup));
+}
+
+std::size_t EventQueue::add_wakeup(std::function<void()> wakeup) {
+    std::lock_guard lock(mutex_);
+    const std::size_t id = next_wakeup_++;
+    if (wakeup) wakeups_.emplace(id, std::move(wakeup));
+    return id;
+}
+
+void EventQueue::remove_wakeup(std::size_t id) {
+    std::lock_guard lock(mutex_);
+    wakeups_.erase(id);
 }
 
 }  // namespace kopf::runtime

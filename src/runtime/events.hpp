@@ -8,6 +8,7 @@
 #include <functional>
 #include <kopf/json.hpp>
 #include <kopf/logger.hpp>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -49,12 +50,18 @@ class EventQueue {
     void push(EventPost post);
     std::vector<EventPost> take_all();
     // Called (from the pushing thread) after each push: the runtime wakes its poster with it.
+    // Replaces every wake-up installed before; nullptr removes them all.
     void set_wakeup(std::function<void()> wakeup);
+    // One more wake-up next to the others (several posters may serve one queue: whichever
+    // takes the Events posts them); returns its id for remove_wakeup().
+    std::size_t add_wakeup(std::function<void()> wakeup);
+    void remove_wakeup(std::size_t id);
 
   private:
     std::mutex mutex_;
     std::vector<EventPost> pending_;
-    std::function<void()> wakeup_;
+    std::map<std::size_t, std::function<void()>> wakeups_;
+    std::size_t next_wakeup_ = 0;
 };
 
 }  // namespace kopf::runtime

@@ -20,10 +20,6 @@ namespace {
 // spdlog formats synchronously in the calling thread, so the formatter can read it.
 thread_local const ObjectRef* current_object = nullptr;
 
-std::mutex hook_mutex;
-ObjectLogHook object_hook;
-std::atomic<spdlog::level::level_enum> object_hook_minimal{spdlog::level::off};
-
 const char* level_name(spdlog::level::level_enum level) {
     switch (level) {
         case spdlog::level::trace:
@@ -174,30 +170,49 @@ std::string ObjectRef::prefix() const {
                               : fmt::format("[{}/{}]", namespace_, name);
 }
 
-void log_object(spdlog::level::level_enum level, const ObjectRef& ref, std::string_view message) {
+void ObjectLogHooks::set(ObjectLogHook hook, spdlog::level::level_enum minimal) {
+    std::lock_guard lock(mutex_);
+    hook_ = std::move(hook);
+    minimal_ = hook_ ? minimal : spdlog::level::off;
+}
+
+ObjectLogHook ObjectLogHooks::get() const {
+    std::lock_guard lock(mutex_);
+    return hook_;
+}
+
+ObjectLogHooks& process_object_log_hooks() {
+    static ObjectLogHooks hooks;
+    return hooks;
+}
+
+void log_object(spdlog::level::level_enum level, const ObjectRef& ref, std::string_view message,
+                const ObjectLogHooks& hooks) {
     static auto objects = logger("kopf.objects");
     const ObjectRef* previous = current_object;
     current_object = &ref;
     objects->log(level, "{}", message);
     current_object = previous;
 
-    ObjectLogHook hook;
-    {
-        std::lock_guard lock(hook_mutex);
-        hook = object_hook;
-    }
-    if (hook) hook(level, ref, message);
+    if (!hooks.wants(level)) return;
+    if (auto hook = hooks.get()) hook(level, ref, message);
+}
+
+void log_object(spdlog::level::level_enum level, const ObjectRef& ref, std::string_view message) {
+    log_object(level, ref, message, process_object_log_hooks());
 }
 
 void set_object_log_hook(ObjectLogHook hook, spdlog::level::level_enum minimal) {
-    std::lock_guard lock(hook_mutex);
-    object_hook = std::move(hook);
-    object_hook_minimal = object_hook ? minimal : spdlog::level::off;
+    process_object_log_hooks().set(std::move(hook), minimal);
+}
+
+bool object_logging_enabled(spdlog::level::level_enum level, const ObjectLogHooks& hooks) {
+    static auto objects = logger("kopf.objects");
+    return objects->should_log(level) || hooks.wants(level);
 }
 
 bool object_logging_enabled(spdlog::level::level_enum level) {
-    static auto objects = logger("kopf.objects");
-    return objects->should_log(level) || level >= object_hook_minimal.load();
+    return object_logging_enabled(level, process_object_log_hooks());
 }
 
 std::shared_ptr<spdlog::logger> logger(const std::string& name) {

@@ -10,8 +10,10 @@
 
 #include <spdlog/logger.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -50,18 +52,43 @@ struct ObjectRef {
     std::string prefix() const;  // "[namespace/name]" or "[name]" for cluster objects
 };
 
-// Logs a message about an object through the "kopf.objects" logger, and hands it to the
-// event hook (Kubernetes Events posting) when one is installed.
-void log_object(spdlog::level::level_enum level, const ObjectRef& ref, std::string_view message);
-
 // Called for every object log record; installed by the running operator for settings.posting.
 using ObjectLogHook =
     std::function<void(spdlog::level::level_enum, const ObjectRef&, std::string_view)>;
-// `minimal`: the lowest level the hook acts on (lower levels are not even formatted).
+
+// One object-log hook and the lowest level it acts on. Every operator has its own (its posting
+// context, posting.hpp); the process-wide one serves records logged outside any operator.
+class ObjectLogHooks {
+  public:
+    // `minimal`: the lowest level the hook acts on (lower levels are not even formatted).
+    void set(ObjectLogHook hook, spdlog::level::level_enum minimal = spdlog::level::trace);
+    ObjectLogHook get() const;
+    // Whether a record of this level is handed to the hook.
+    bool wants(spdlog::level::level_enum level) const { return level >= minimal_.load(); }
+
+  private:
+    mutable std::mutex mutex_;
+    ObjectLogHook hook_;
+    std::atomic<spdlog::level::level_enum> minimal_{spdlog::level::off};
+};
+
+// The hooks for object log records outside any operator (none installed by default).
+ObjectLogHooks& process_object_log_hooks();
+
+// Logs a message about an object through the "kopf.objects" logger, and hands it to the
+// event hook (Kubernetes Events posting) of `hooks` when one is installed.
+void log_object(spdlog::level::level_enum level, const ObjectRef& ref, std::string_view message,
+                const ObjectLogHooks& hooks);
+// The same with the process-wide hooks.
+void log_object(spdlog::level::level_enum level, const ObjectRef& ref, std::string_view message);
+
+// Installs the process-wide hook (see process_object_log_hooks()); nullptr removes it.
 void set_object_log_hook(ObjectLogHook hook,
                          spdlog::level::level_enum minimal = spdlog::level::trace);
 
-// Whether an object log record of this level would be written or handed to the hook.
+// Whether an object log record of this level would be written or handed to the hook of `hooks`.
+bool object_logging_enabled(spdlog::level::level_enum level, const ObjectLogHooks& hooks);
+// The same with the process-wide hooks.
 bool object_logging_enabled(spdlog::level::level_enum level);
 
 // The spdlog logger with the given dotted name (e.g. "kopf.activities"), created on first use.

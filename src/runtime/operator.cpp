@@ -58,9 +58,11 @@ void NamedLogger::log(LogLevel level, std::string_view message) {
 namespace {
 
 // kopf::Executor on the operator's loop, with a bounded pool for synchronous handlers.
+// The handlers in the pool post their Events into the operator's own posting context.
 class LoopExecutor final : public kopf::Executor {
   public:
-    LoopExecutor(asio::io_context& io, std::size_t workers) : io_(io), pool_(workers) {}
+    LoopExecutor(asio::io_context& io, std::size_t workers, std::shared_ptr<PostingContext> posting)
+        : io_(io), pool_(workers), posting_(std::move(posting)) {}
     ~LoopExecutor() override { pool_.join(); }
 
     void post(std::function<void()> fn) override { asio::post(io_, std::move(fn)); }
@@ -84,7 +86,10 @@ class LoopExecutor final : public kopf::Executor {
     void run_blocking(std::function<void()> work, std::function<void()> done) override {
         ++blocking_;
         asio::post(pool_, [this, work = std::move(work), done = std::move(done)]() mutable {
-            work();
+            {
+                PostingScope posting_scope(posting_);
+                work();
+            }
             --blocking_;
             asio::post(io_, std::move(done));
         });
@@ -97,6 +102,7 @@ class LoopExecutor final : public kopf::Executor {
   private:
     asio::io_context& io_;
     asio::thread_pool pool_;
+    std::shared_ptr<PostingContext> posting_;
     std::atomic<std::size_t> blocking_{0};
     std::map<unsigned long, std::shared_ptr<asio::steady_timer>> timers_;
     unsigned long next_timer_ = 0;
@@ -323,6 +329,13 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     if (options.priority) settings.peering.priority = *options.priority;
 
     asio::io_context io;
+    // This operator's own Events (settings.posting): for the handlers on this thread (the
+    // loop) and in the worker pool, and for threads of no operator while it runs. Declared
+    // before the worker pool, whose synchronous handlers may post until its join at the end.
+    auto posting = std::make_shared<PostingContext>();
+    posting->configure(settings.posting);
+    PostingScope posting_scope(posting);
+    PostingFallback posting_fallback(posting);
     auto log = logger("kopf.reactor.running");
     std::atomic<bool> stopping{false};
     auto request_stop = [&](const std::string& reason) {
@@ -339,7 +352,7 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         settings.execution.max_workers && *settings.execution.max_workers > 0
             ? static_cast<std::size_t>(*settings.execution.max_workers)
             : std::max(4u, std::thread::hardware_concurrency() + 4);
-    LoopExecutor executor(io, workers);
+    LoopExecutor executor(io, workers, posting);
     Memo memo;
 
     auto bridge = std::make_shared<StopBridge>();
@@ -369,12 +382,12 @@ void run_operator(const RunOptions& options, bool handle_signals) {
 
     run_activity(io, executor, registry, "startup", settings, memo);
     exit_guard.set_timeout(settings.process.ultimate_exiting_timeout);
-    set_posting_level(settings.posting.level);
+    posting->configure(settings.posting);  // as the startup handlers left it
     ConnectionInfo credentials = login(registry, options, settings, memo);
 
     std::exception_ptr failure;
-    ResourceServing serving(io, executor, registry, settings, scope, std::move(credentials),
-                            [&registry, &options, &settings, &memo] {
+    ResourceServing serving(io, executor, registry, settings, posting, scope,
+                            std::move(credentials), [&registry, &options, &settings, &memo] {
                                 return try_login(registry, options, settings, memo);
                             });
     serving.start(

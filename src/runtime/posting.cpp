@@ -2,54 +2,122 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <exception>
+#include <iterator>
 #include <mutex>
 #include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include "core/reactor/processing.hpp"
 
 namespace kopf::runtime {
 namespace {
 
-std::mutex identity_mutex;
-EventIdentity current_identity;
-bool posting_enabled = true;
-LogLevel posting_level = LogLevel::INFO;
+thread_local std::shared_ptr<PostingContext> thread_context;
 
-void queue_events(const json& objects, const std::string& type, const std::string& reason,
-                  const std::string& message, const EventIdentity& identity) {
+std::mutex fallbacks_mutex;
+std::vector<std::shared_ptr<PostingContext>> fallbacks;  // running operators, oldest first
+
+void queue_events(EventQueue& queue, const json& objects, const std::string& type,
+                  const std::string& reason, const std::string& message,
+                  const EventIdentity& identity) {
     if (objects.is_array()) {
-        for (const auto& object : objects) queue_events(object, type, reason, message, identity);
+        for (const auto& object : objects) {
+            queue_events(queue, object, type, reason, message, identity);
+        }
     } else if (auto post = build_event(objects, type, reason, message, identity)) {
-        posting_queue().push(std::move(*post));
+        queue.push(std::move(*post));
     }
+}
+
+LogLevel kopf_level_of(spdlog::level::level_enum level) {
+    if (level >= spdlog::level::critical) return LogLevel::CRITICAL;
+    if (level >= spdlog::level::err) return LogLevel::ERROR;
+    if (level >= spdlog::level::warn) return LogLevel::WARNING;
+    if (level >= spdlog::level::info) return LogLevel::INFO;
+    return LogLevel::DEBUG;
 }
 
 }  // namespace
 
-EventQueue& posting_queue() {
-    static EventQueue queue;
-    return queue;
+void PostingContext::configure(const PostingSettings& settings) {
+    {
+        std::lock_guard lock(mutex_);
+        identity_ = EventIdentity{settings.reporting_component, settings.reporting_instance,
+                                  settings.event_name_prefix, "default"};
+        enabled_ = settings.enabled;
+        level_ = settings.level;
+    }
+    if (!settings.enabled || !settings.loggers) {
+        object_log_hooks_.set(nullptr);
+        return;
+    }
+    // The hook belongs to this context and dies with it: a plain pointer cannot dangle.
+    object_log_hooks_.set(
+        [this](spdlog::level::level_enum level, const ObjectRef& ref, std::string_view message) {
+            const LogLevel kopf_level = kopf_level_of(level);
+            const json object = {
+                {"apiVersion", ref.api_version},
+                {"kind", ref.kind},
+                {"metadata",
+                 {{"name", ref.name}, {"namespace", ref.namespace_}, {"uid", ref.uid}}}};
+            post(object, event_type_for_level(kopf_level), "Logging", std::string(message),
+                 kopf_level);
+        },
+        reactor::spdlog_level_of(settings.level));
 }
 
-void set_posting_identity(EventIdentity identity, bool enabled) {
-    std::lock_guard lock(identity_mutex);
-    current_identity = std::move(identity);
-    posting_enabled = enabled;
+void PostingContext::post(const json& objects, const std::string& type, const std::string& reason,
+                          const std::string& message, LogLevel level) {
+    EventIdentity identity;
+    {
+        std::lock_guard lock(mutex_);
+        if (!enabled_ || level < level_) return;
+        identity = identity_;
+    }
+    queue_events(queue_, objects, type, reason, message, identity);
 }
 
-void set_posting_level(LogLevel level) {
-    std::lock_guard lock(identity_mutex);
-    posting_level = level;
+const std::shared_ptr<PostingContext>& process_posting_context() {
+    static const auto context = std::make_shared<PostingContext>();
+    return context;
+}
+
+std::shared_ptr<PostingContext> current_posting_context() {
+    if (thread_context) return thread_context;
+    {
+        std::lock_guard lock(fallbacks_mutex);
+        if (!fallbacks.empty()) return fallbacks.back();
+    }
+    return process_posting_context();
+}
+
+PostingScope::PostingScope(std::shared_ptr<PostingContext> context)
+    : previous_(std::exchange(thread_context, std::move(context))) {}
+
+PostingScope::~PostingScope() {
+    thread_context = std::move(previous_);
+}
+
+PostingFallback::PostingFallback(std::shared_ptr<PostingContext> context)
+    : context_(std::move(context)) {
+    std::lock_guard lock(fallbacks_mutex);
+    fallbacks.push_back(context_);
+}
+
+PostingFallback::~PostingFallback() {
+    std::lock_guard lock(fallbacks_mutex);
+    if (auto it = std::find(fallbacks.rbegin(), fallbacks.rend(), context_);
+        it != fallbacks.rend()) {
+        fallbacks.erase(std::next(it).base());
+    }
 }
 
 void post_event(const json& objects, const std::string& type, const std::string& reason,
                 const std::string& message, LogLevel level) {
-    EventIdentity identity;
-    {
-        std::lock_guard lock(identity_mutex);
-        if (!posting_enabled || level < posting_level) return;
-        identity = current_identity;
-    }
-    queue_events(objects, type, reason, message, identity);
+    current_posting_context()->post(objects, type, reason, message, level);
 }
 
 }  // namespace kopf::runtime

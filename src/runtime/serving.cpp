@@ -88,18 +88,23 @@ std::string metadata_field(const json& body, const char* field) {
     return value != meta->end() && value->is_string() ? value->get<std::string>() : "";
 }
 
+// The logger of one object in one operator's handlers: its lines are posted as that
+// operator's Events (settings.posting.loggers), whichever thread logs them.
 class ObjectLogger final : public kopf::Logger {
   public:
-    explicit ObjectLogger(ObjectRef ref) : ref_(std::move(ref)) {}
+    ObjectLogger(ObjectRef ref, std::shared_ptr<PostingContext> posting)
+        : ref_(std::move(ref)), posting_(std::move(posting)) {}
     void log(LogLevel level, std::string_view message) override {
-        log_object(reactor::spdlog_level_of(level), ref_, message);
+        log_object(reactor::spdlog_level_of(level), ref_, message, posting_->object_log_hooks());
     }
     bool enabled_for(LogLevel level) const override {
-        return object_logging_enabled(reactor::spdlog_level_of(level));
+        return object_logging_enabled(reactor::spdlog_level_of(level),
+                                      posting_->object_log_hooks());
     }
 
   private:
     ObjectRef ref_;
+    std::shared_ptr<PostingContext> posting_;
 };
 
 }  // namespace
@@ -107,18 +112,20 @@ class ObjectLogger final : public kopf::Logger {
 struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Impl>,
                                reactor::PatchApplier {
     Impl(asio::io_context& io, kopf::Executor& executor, const Registry& registry,
-         const OperatorSettings& settings, NamespaceScope scope, ConnectionInfo credentials,
+         const OperatorSettings& settings, std::shared_ptr<PostingContext> posting_context,
+         NamespaceScope scope, ConnectionInfo credentials,
          std::function<std::optional<ConnectionInfo>()> login)
         : io(io),
           executor(executor),
           registry(registry),
           settings(settings),
+          posting(std::move(posting_context)),
           scope(std::move(scope)),
           vault(std::make_shared<structs::Vault>()),
           api(io.get_executor(), vault, make_relogin(std::move(login)), client_settings(settings)),
           env{registry, settings, actions::lifecycles::asap, [] { return actions::Clock::now(); },
-              [](const json& body) -> std::shared_ptr<Logger> {
-                  return std::make_shared<ObjectLogger>(ObjectRef::from_body(body));
+              [posting = posting](const json& body) -> std::shared_ptr<Logger> {
+                  return std::make_shared<ObjectLogger>(ObjectRef::from_body(body), posting);
               }},
           queues(executor,
                  QueueingOptions{settings.queueing.idle_timeout, settings.queueing.exit_timeout,
@@ -474,8 +481,14 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
 
     // ---- events ----------------------------------------------------------------------------
 
+    // Posts this operator's Events, and those queued outside any operator (whichever running
+    // operator takes them first).
     void drain_events() {
-        for (auto& post : posting_queue().take_all()) {
+        auto posts = posting->queue().take_all();
+        for (auto& post : process_posting_context()->queue().take_all()) {
+            posts.push_back(std::move(post));
+        }
+        for (auto& post : posts) {
             auto self = shared_from_this();
             ++posts_in_flight;
             asio::co_spawn(
@@ -524,35 +537,11 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             }
         }
         if (!settings.scanning.disabled && crds) start_crd_observer();
-        posting_queue().set_wakeup([weak = weak_from_this()] {
+        auto wakeup = [weak = weak_from_this()] {
             if (auto self = weak.lock()) asio::post(self->io, [self] { self->drain_events(); });
-        });
-        set_posting_identity(
-            EventIdentity{settings.posting.reporting_component, settings.posting.reporting_instance,
-                          settings.posting.event_name_prefix, "default"},
-            settings.posting.enabled);
-        if (settings.posting.enabled && settings.posting.loggers) {
-            const auto minimal = settings.posting.level;
-            set_object_log_hook(
-                [minimal](spdlog::level::level_enum level, const ObjectRef& ref,
-                          std::string_view message) {
-                    const LogLevel kopf_level = level >= spdlog::level::critical
-                                                    ? LogLevel::CRITICAL
-                                                : level >= spdlog::level::err  ? LogLevel::ERROR
-                                                : level >= spdlog::level::warn ? LogLevel::WARNING
-                                                : level >= spdlog::level::info ? LogLevel::INFO
-                                                                               : LogLevel::DEBUG;
-                    if (kopf_level < minimal) return;
-                    const json object = {
-                        {"apiVersion", ref.api_version},
-                        {"kind", ref.kind},
-                        {"metadata",
-                         {{"name", ref.name}, {"namespace", ref.namespace_}, {"uid", ref.uid}}}};
-                    post_event(object, event_type_for_level(kopf_level), "Logging",
-                               std::string(message));
-                },
-                reactor::spdlog_level_of(minimal));
-        }
+        };
+        posting->queue().set_wakeup(wakeup);
+        process_wakeup = process_posting_context()->queue().add_wakeup(wakeup);
         drain_events();
         on_ready();
     }
@@ -574,8 +563,9 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
 
     void check_stopped() {
         if (!stopping || !queues_finished || posts_in_flight > 0 || !on_stopped) return;
-        posting_queue().set_wakeup(nullptr);
-        set_object_log_hook(nullptr);
+        posting->queue().set_wakeup(nullptr);
+        if (process_wakeup) process_posting_context()->queue().remove_wakeup(*process_wakeup);
+        process_wakeup.reset();
         auto finished = std::move(on_stopped);
         on_stopped = nullptr;
         finished();
@@ -585,6 +575,8 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     kopf::Executor& executor;
     const Registry& registry;
     const OperatorSettings& settings;
+    std::shared_ptr<PostingContext> posting;
+    std::optional<std::size_t> process_wakeup;  // on the queue of Events outside any operator
     NamespaceScope scope;
     std::shared_ptr<structs::Vault> vault;
     clients::ApiClient api;
@@ -612,10 +604,11 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
 
 ResourceServing::ResourceServing(asio::io_context& io, kopf::Executor& executor,
                                  const Registry& registry, const OperatorSettings& settings,
-                                 NamespaceScope scope, ConnectionInfo credentials,
+                                 std::shared_ptr<PostingContext> posting, NamespaceScope scope,
+                                 ConnectionInfo credentials,
                                  std::function<std::optional<ConnectionInfo>()> login)
-    : impl_(std::make_shared<Impl>(io, executor, registry, settings, std::move(scope),
-                                   std::move(credentials), std::move(login))) {}
+    : impl_(std::make_shared<Impl>(io, executor, registry, settings, std::move(posting),
+                                   std::move(scope), std::move(credentials), std::move(login))) {}
 
 ResourceServing::~ResourceServing() = default;
 

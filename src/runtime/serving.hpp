@@ -21,12 +21,15 @@ class io_context;
 
 namespace kopf::runtime {
 
+class PostingContext;
+
 class ResourceServing {
   public:
     // `login` produces fresh credentials when the API rejects the current ones (401).
+    // `posting`: the operator's own Events (queue, identity, object-log hook) to post.
     ResourceServing(boost::asio::io_context& io, kopf::Executor& executor, const Registry& registry,
-                    const OperatorSettings& settings, NamespaceScope scope,
-                    ConnectionInfo credentials,
+                    const OperatorSettings& settings, std::shared_ptr<PostingContext> posting,
+                    NamespaceScope scope, ConnectionInfo credentials,
                     std::function<std::optional<ConnectionInfo>()> login);
     ~ResourceServing();
     ResourceServing(const ResourceServing&) = delete;

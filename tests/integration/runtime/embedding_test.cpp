@@ -1,10 +1,12 @@
 // Embedding (Kopf's "Embedding"): kopf::operator_() in a thread with its own registry, the
 // ready and stop flags, Kubernetes Events posted from a handler, and several operators with
-// their own registries and settings in one process.
+// their own registries and settings in one process, each posting its own Events.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <kopf/kopf.hpp>
 #include <kopf/run.hpp>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -102,4 +104,120 @@ TEST_F(Embedding, TwoOperatorsServeOnlyTheirOwnNamespacesWithTheirOwnSettings) {
     kubectl("delete kex kopf-example-1 -n ns-b --wait=false");
     EXPECT_TRUE(eventually("get kex kopf-example-1 -n ns-b", "not found"));
     EXPECT_EQ(operator_b.stop(), "");
+}
+
+using kopf::json;
+
+namespace {
+
+// Two operators in "ns-a" and "ns-b" whose create handlers post an info and a warning Event
+// ("InfoReason", then "Marker"), each operator with its own settings.posting.
+class EmbeddedPosting : public kopf::testing::EmbeddedCluster {
+  protected:
+    void SetUp() override {
+        EmbeddedCluster::SetUp();
+        if (IsSkipped()) return;
+        kubectl("create namespace ns-a");
+        kubectl("create namespace ns-b");
+        settings_a.posting.reporting_component = "operator-a";
+        settings_b.posting.reporting_component = "operator-b";
+        for (auto* options : {&options_a, &options_b}) {
+            options->registry = options == &options_a ? &registry_a : &registry_b;
+            options->settings = options == &options_a ? &settings_a : &settings_b;
+        }
+        options_a.namespaces = {"ns-a"};
+        options_b.namespaces = {"ns-b"};
+    }
+
+    static void post_info_and_marker(kopf::Context& ctx) {
+        kopf::info(ctx.body, "InfoReason", "informational");
+        kopf::warn(ctx.body, "Marker", "done");
+    }
+
+    // Waits for the "Marker" Event about the object; all the Events about it by then.
+    json events_until_marker(const std::string& name, const std::string& namespace_) {
+        for (int i = 0; i < 300; ++i) {
+            const json events = events_about(name, namespace_);
+            for (const auto& event : events) {
+                if (event.value("reason", "") == "Marker") return events;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        ADD_FAILURE() << "no Marker event about " << namespace_ << "/" << name;
+        return events_about(name, namespace_);
+    }
+
+    static std::set<std::string> components(const json& events) {
+        std::set<std::string> found;
+        for (const auto& event : events) found.insert(event.value("reportingComponent", ""));
+        return found;
+    }
+    static bool has_reason(const json& events, const std::string& reason) {
+        for (const auto& event : events) {
+            if (event.value("reason", "") == reason) return true;
+        }
+        return false;
+    }
+
+    kopf::Registry registry_a, registry_b;
+    kopf::OperatorSettings settings_a, settings_b;
+    kopf::RunOptions options_a, options_b;
+};
+
+}  // namespace
+
+TEST_F(EmbeddedPosting, EachOperatorPostsWithItsOwnComponentAndLevel) {
+    kopf::on::create handler_a(registry_a, kopf::Selector("kopfexamples"), {.id = "create_fn"},
+                               post_info_and_marker);
+    kopf::on::create handler_b(registry_b, kopf::Selector("kopfexamples"), {.id = "create_fn"},
+                               post_info_and_marker);
+    settings_b.posting.level = kopf::LogLevel::WARNING;
+    kopf::testing::OperatorThread operator_a(options_a);
+    kopf::testing::OperatorThread operator_b(options_b);
+    ASSERT_TRUE(operator_a.ready()) << operator_a.failure();
+    ASSERT_TRUE(operator_b.ready()) << operator_b.failure();
+
+    apply_example("ns-a");
+    apply_example("ns-b");
+    events_until_marker("kopf-example-1", "ns-a");
+    events_until_marker("kopf-example-1", "ns-b");
+    EXPECT_EQ(operator_a.stop(), "");
+    EXPECT_EQ(operator_b.stop(), "");
+
+    const json events_a = events_about("kopf-example-1", "ns-a");
+    const json events_b = events_about("kopf-example-1", "ns-b");
+    EXPECT_EQ(components(events_a), std::set<std::string>{"operator-a"}) << events_a.dump(2);
+    EXPECT_EQ(components(events_b), std::set<std::string>{"operator-b"}) << events_b.dump(2);
+    EXPECT_TRUE(has_reason(events_a, "InfoReason")) << events_a.dump(2);
+    EXPECT_FALSE(has_reason(events_b, "InfoReason")) << events_b.dump(2);
+}
+
+TEST_F(EmbeddedPosting, AnOperatorKeepsPostingItsEventsAfterAnotherHasStopped) {
+    kopf::on::create handler_a(registry_a, kopf::Selector("kopfexamples"), {.id = "create_fn"},
+                               post_info_and_marker);
+    kopf::on::create handler_b(registry_b, kopf::Selector("kopfexamples"), {.id = "create_fn"},
+                               post_info_and_marker);
+    kopf::testing::OperatorThread operator_a(options_a);
+    kopf::testing::OperatorThread operator_b(options_b);
+    ASSERT_TRUE(operator_a.ready()) << operator_a.failure();
+    ASSERT_TRUE(operator_b.ready()) << operator_b.failure();
+    EXPECT_EQ(operator_a.stop(), "");
+
+    apply_example("ns-b");
+    const json events = events_until_marker("kopf-example-1", "ns-b");  // operator b still runs
+    EXPECT_EQ(components(events), std::set<std::string>{"operator-b"}) << events.dump(2);
+    EXPECT_EQ(operator_b.stop(), "");
+}
+
+TEST_F(EmbeddedPosting, EventsFromAThreadOfAHandlerArePostedByTheRunningOperator) {
+    kopf::on::create handler_a(
+        registry_a, kopf::Selector("kopfexamples"), {.id = "create_fn"},
+        [](kopf::Context& ctx) { std::thread([&ctx] { post_info_and_marker(ctx); }).join(); });
+    kopf::testing::OperatorThread operator_a(options_a);
+    ASSERT_TRUE(operator_a.ready()) << operator_a.failure();
+
+    apply_example("ns-a");
+    const json events = events_until_marker("kopf-example-1", "ns-a");
+    EXPECT_EQ(components(events), std::set<std::string>{"operator-a"}) << events.dump(2);
+    EXPECT_EQ(operator_a.stop(), "");
 }

@@ -1,4 +1,5 @@
-// Kubernetes Events: Kopf's body, message cut and level mapping; and, against the embedded API
+// Kubernetes Events: Kopf's body, message cut and level mapping; the posting contexts (one per
+// operator) that kopf::info() & co. and the object loggers reach; and, against the embedded API
 // server, the Events of a running operator: explicit kopf::info()/warn() and, when
 // settings.posting.loggers is on, the object loggers' lines (reason "Logging").
 #include "runtime/events.hpp"
@@ -7,9 +8,13 @@
 
 #include <chrono>
 #include <kopf/kopf.hpp>
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "integration/runtime/support/embedded_cluster.hpp"
+#include "runtime/posting.hpp"
 
 using kopf::json;
 using namespace kopf::runtime;
@@ -86,6 +91,93 @@ TEST(Events, QueueHandsOverEverythingPushedAndWakesThePoster) {
     ASSERT_EQ(posts.size(), 2u);
     EXPECT_EQ(posts[1].body["reason"], "B");
     EXPECT_TRUE(queue.take_all().empty());
+}
+
+namespace {
+
+std::vector<std::string> reasons(EventQueue& queue) {
+    std::vector<std::string> out;
+    for (const auto& post : queue.take_all()) out.push_back(post.body["reason"]);
+    return out;
+}
+
+}  // namespace
+
+TEST(PostingContexts, EventsGoToTheContextOfTheCallingThreadsOperator) {
+    auto operator_context = std::make_shared<PostingContext>();
+    process_posting_context()->queue().take_all();
+    {
+        PostingScope scope(operator_context);
+        kopf::info(example_object(), "Inside");
+    }
+    kopf::info(example_object(), "Outside");
+    EXPECT_EQ(reasons(operator_context->queue()), std::vector<std::string>{"Inside"});
+    EXPECT_EQ(reasons(process_posting_context()->queue()), std::vector<std::string>{"Outside"});
+}
+
+TEST(PostingContexts, EachContextPostsWithItsOwnIdentityAndLevel) {
+    auto context_a = std::make_shared<PostingContext>();
+    auto context_b = std::make_shared<PostingContext>();
+    kopf::PostingSettings settings_a, settings_b;
+    settings_a.reporting_component = "operator-a";
+    settings_b.reporting_component = "operator-b";
+    settings_b.level = kopf::LogLevel::WARNING;
+    context_a->configure(settings_a);
+    context_b->configure(settings_b);
+    for (auto* context : {context_a.get(), context_b.get()}) {
+        context->post(example_object(), "Normal", "InfoReason", "m", kopf::LogLevel::INFO);
+        context->post(example_object(), "Warning", "WarnReason", "m", kopf::LogLevel::WARNING);
+    }
+    const auto posts_a = context_a->queue().take_all();
+    const auto posts_b = context_b->queue().take_all();
+    ASSERT_EQ(posts_a.size(), 2u);
+    ASSERT_EQ(posts_b.size(), 1u);
+    EXPECT_EQ(posts_a[0].body["reportingComponent"], "operator-a");
+    EXPECT_EQ(posts_b[0].body["reportingComponent"], "operator-b");
+    EXPECT_EQ(posts_b[0].body["reason"], "WarnReason");
+}
+
+TEST(PostingContexts, ThreadsOfNoOperatorPostIntoTheLatestRunningOperator) {
+    auto older = std::make_shared<PostingContext>();
+    auto newer = std::make_shared<PostingContext>();
+    PostingFallback older_running(older);
+    {
+        PostingFallback newer_running(newer);
+        std::thread([] { kopf::info(example_object(), "WhileBothRun"); }).join();
+    }
+    std::thread([] { kopf::info(example_object(), "AfterTheNewerStopped"); }).join();
+    EXPECT_EQ(reasons(newer->queue()), std::vector<std::string>{"WhileBothRun"});
+    EXPECT_EQ(reasons(older->queue()), std::vector<std::string>{"AfterTheNewerStopped"});
+}
+
+TEST(PostingContexts, ObjectLogLinesBelowTheContextsLevelAreNotEvenFormatted) {
+    auto posting = std::make_shared<PostingContext>();
+    kopf::PostingSettings settings;
+    settings.loggers = true;
+    settings.level = kopf::LogLevel::WARNING;
+    posting->configure(settings);
+    auto silent = std::make_shared<PostingContext>();  // loggers off: no hook at all
+    EXPECT_TRUE(posting->object_log_hooks().wants(spdlog::level::warn));
+    EXPECT_FALSE(posting->object_log_hooks().wants(spdlog::level::info));
+    EXPECT_FALSE(silent->object_log_hooks().wants(spdlog::level::critical));
+    EXPECT_FALSE(object_logging_enabled(spdlog::level::debug, posting->object_log_hooks()));
+}
+
+TEST(PostingContexts, ObjectLogLinesArePostedIntoTheirOperatorsContextOnly) {
+    auto posting = std::make_shared<PostingContext>();
+    kopf::PostingSettings settings;
+    settings.loggers = true;
+    settings.reporting_component = "operator-a";
+    posting->configure(settings);
+    const ObjectRef ref = ObjectRef::from_body(example_object());
+    process_posting_context()->queue().take_all();
+    log_object(spdlog::level::warn, ref, "Something odd.", posting->object_log_hooks());
+    const auto posts = posting->queue().take_all();
+    ASSERT_EQ(posts.size(), 1u);
+    EXPECT_EQ(posts[0].body["reason"], "Logging");
+    EXPECT_EQ(posts[0].body["type"], "Warning");
+    EXPECT_EQ(posts[0].body["reportingComponent"], "operator-a");
+    EXPECT_TRUE(process_posting_context()->queue().take_all().empty());
 }
 
 namespace {
