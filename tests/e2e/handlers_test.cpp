@@ -44,8 +44,8 @@ TEST(Handlers, EveryHandlerRunsOnceAcrossTheObjectsLife) {
     EXPECT_EQ(op.stop(SIGTERM), 0) << op.log();
     for (const char* id :
          {"create_fn_1", "create_fn_2", "update_fn", "delete_fn_1", "delete_fn_2"}) {
-        EXPECT_EQ(op.count_in_log("Handler '" + std::string(id) + "' succeeded."), 1)
-            << id << "\n" << op.log();
+        EXPECT_EQ(op.count_in_log("Handler '" + std::string(id) + "' succeeded."), 1) << id << "\n"
+                                                                                      << op.log();
     }
     EXPECT_EQ(op.count_in_log("Handler 'field_fn/spec.field' succeeded."), 2);
     EXPECT_EQ(op.count_in_log("RESUMED"), 0);
