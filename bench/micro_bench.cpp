@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "clients/json_codec.hpp"
 #include "clients/lines.hpp"
 #include "core/actions/execution.hpp"
 #include "core/intents/causes.hpp"
@@ -85,6 +86,38 @@ void BM_WatchLineSplitAndParse(benchmark::State& state) {
     state.SetLabel("per 16 events");
 }
 BENCHMARK(BM_WatchLineSplitAndParse);
+
+// The same with the client's codec (Boost.JSON's SAX parser building nlohmann values), which the
+// client uses for watch lines and bodies; the nlohmann figure above is the baseline.
+void BM_WatchLineSplitAndParseFast(benchmark::State& state) {
+    const std::string& chunk = watch_chunk();
+    kopf::clients::LineSplitter splitter;
+    std::size_t events = 0;
+    for (auto _ : state) {
+        splitter.feed(chunk, [&](std::string_view line) {
+            json event = kopf::clients::parse_json(line);
+            benchmark::DoNotOptimize(event);
+            ++events;
+        });
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(events));
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * chunk.size()));
+    state.SetLabel("per 16 events");
+}
+BENCHMARK(BM_WatchLineSplitAndParseFast);
+
+// Serialising the 5 KB object: nlohmann's dump() against the codec's byte-identical dump.
+void BM_ObjectDumpNlohmann(benchmark::State& state) {
+    const json& body = object();
+    for (auto _ : state) benchmark::DoNotOptimize(body.dump());
+}
+BENCHMARK(BM_ObjectDumpNlohmann);
+
+void BM_ObjectDumpFast(benchmark::State& state) {
+    const json& body = object();
+    for (auto _ : state) benchmark::DoNotOptimize(kopf::clients::dump_json(body));
+}
+BENCHMARK(BM_ObjectDumpFast);
 
 void BM_WatchLineSplitOnly(benchmark::State& state) {
     const std::string& chunk = watch_chunk();
