@@ -181,11 +181,6 @@ ObjectLogHook ObjectLogHooks::get() const {
     return hook_;
 }
 
-ObjectLogHooks& process_object_log_hooks() {
-    static ObjectLogHooks hooks;
-    return hooks;
-}
-
 void log_object(spdlog::level::level_enum level, const ObjectRef& ref, std::string_view message,
                 const ObjectLogHooks& hooks) {
     static auto objects = logger("kopf.objects");
@@ -199,20 +194,13 @@ void log_object(spdlog::level::level_enum level, const ObjectRef& ref, std::stri
 }
 
 void log_object(spdlog::level::level_enum level, const ObjectRef& ref, std::string_view message) {
-    log_object(level, ref, message, process_object_log_hooks());
-}
-
-void set_object_log_hook(ObjectLogHook hook, spdlog::level::level_enum minimal) {
-    process_object_log_hooks().set(std::move(hook), minimal);
+    static const ObjectLogHooks none;
+    log_object(level, ref, message, none);
 }
 
 bool object_logging_enabled(spdlog::level::level_enum level, const ObjectLogHooks& hooks) {
     static auto objects = logger("kopf.objects");
     return objects->should_log(level) || hooks.wants(level);
-}
-
-bool object_logging_enabled(spdlog::level::level_enum level) {
-    return object_logging_enabled(level, process_object_log_hooks());
 }
 
 std::shared_ptr<spdlog::logger> logger(const std::string& name) {

@@ -57,7 +57,7 @@ using ObjectLogHook =
     std::function<void(spdlog::level::level_enum, const ObjectRef&, std::string_view)>;
 
 // One object-log hook and the lowest level it acts on. Every operator has its own (its posting
-// context, posting.hpp); the process-wide one serves records logged outside any operator.
+// context, posting.hpp).
 class ObjectLogHooks {
   public:
     // `minimal`: the lowest level the hook acts on (lower levels are not even formatted).
@@ -72,24 +72,15 @@ class ObjectLogHooks {
     std::atomic<spdlog::level::level_enum> minimal_{spdlog::level::off};
 };
 
-// The hooks for object log records outside any operator (none installed by default).
-ObjectLogHooks& process_object_log_hooks();
-
 // Logs a message about an object through the "kopf.objects" logger, and hands it to the
 // event hook (Kubernetes Events posting) of `hooks` when one is installed.
 void log_object(spdlog::level::level_enum level, const ObjectRef& ref, std::string_view message,
                 const ObjectLogHooks& hooks);
-// The same with the process-wide hooks.
+// The same without any hook (records logged outside any operator).
 void log_object(spdlog::level::level_enum level, const ObjectRef& ref, std::string_view message);
-
-// Installs the process-wide hook (see process_object_log_hooks()); nullptr removes it.
-void set_object_log_hook(ObjectLogHook hook,
-                         spdlog::level::level_enum minimal = spdlog::level::trace);
 
 // Whether an object log record of this level would be written or handed to the hook of `hooks`.
 bool object_logging_enabled(spdlog::level::level_enum level, const ObjectLogHooks& hooks);
-// The same with the process-wide hooks.
-bool object_logging_enabled(spdlog::level::level_enum level);
 
 // The spdlog logger with the given dotted name (e.g. "kopf.activities"), created on first use.
 std::shared_ptr<spdlog::logger> logger(const std::string& name);

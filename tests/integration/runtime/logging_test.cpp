@@ -100,10 +100,10 @@ TEST(Logging, UnknownFormatIsRejectedNamingIt) {
 TEST(Logging, ObjectMessagesReachTheEventHook) {
     configure_logging(options(LogFormat::plain));
     std::string seen;
-    set_object_log_hook([&](spdlog::level::level_enum, const ObjectRef& ref, std::string_view m) {
+    ObjectLogHooks hooks;
+    hooks.set([&](spdlog::level::level_enum, const ObjectRef& ref, std::string_view m) {
         seen = ref.name + ":" + std::string(m);
     });
-    capture_stderr([] { log_object(spdlog::level::warn, example_ref(), "Posted."); });
-    set_object_log_hook(nullptr);
+    capture_stderr([&] { log_object(spdlog::level::warn, example_ref(), "Posted.", hooks); });
     EXPECT_EQ(seen, "kex1:Posted.");
 }
