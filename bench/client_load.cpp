@@ -54,6 +54,7 @@ namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 using bench::Connection;
 using bench::Endpoint;
+using bench::in_parallel;
 using bench::http::verb;
 using nlohmann::json;
 
@@ -163,27 +164,6 @@ json realistic_object(const std::string& name, std::size_t spec_bytes, bool hand
         object["status"] = {{"create_fn", {{"message", "handled"}}}};
     }
     return object;
-}
-
-// Runs `work(index, connection)` for indexes [0, count) spread over `connections` threads.
-void in_parallel(const Endpoint& endpoint, long count, long connections,
-                 const std::function<void(long, Connection&)>& work) {
-    std::vector<std::thread> threads;
-    std::mutex failure_mutex;
-    std::string failure;
-    for (long c = 0; c < connections; ++c) {
-        threads.emplace_back([&, c] {
-            try {
-                Connection connection(endpoint);
-                for (long i = c; i < count; i += connections) work(i, connection);
-            } catch (const std::exception& e) {
-                std::lock_guard lock(failure_mutex);
-                failure = e.what();
-            }
-        });
-    }
-    for (auto& thread : threads) thread.join();
-    if (!failure.empty()) throw std::runtime_error(failure);
 }
 
 void create_objects(const Endpoint& endpoint, const std::string& prefix, long count,

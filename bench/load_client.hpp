@@ -8,9 +8,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <functional>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 namespace bench {
 
@@ -104,5 +107,26 @@ class Connection {
     boost::beast::tcp_stream stream_;
     boost::beast::flat_buffer buffer_;
 };
+
+// Runs `work(index, connection)` for indexes [0, count) spread over `connections` threads.
+inline void in_parallel(const Endpoint& endpoint, long count, long connections,
+                        const std::function<void(long, Connection&)>& work) {
+    std::vector<std::thread> threads;
+    std::mutex failure_mutex;
+    std::string failure;
+    for (long c = 0; c < connections; ++c) {
+        threads.emplace_back([&, c] {
+            try {
+                Connection connection(endpoint);
+                for (long i = c; i < count; i += connections) work(i, connection);
+            } catch (const std::exception& e) {
+                std::lock_guard lock(failure_mutex);
+                failure = e.what();
+            }
+        });
+    }
+    for (auto& thread : threads) thread.join();
+    if (!failure.empty()) throw std::runtime_error(failure);
+}
 
 }  // namespace bench

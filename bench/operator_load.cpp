@@ -38,6 +38,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using bench::Connection;
 using bench::Endpoint;
+using bench::in_parallel;
 using bench::http::verb;
 
 const std::string kCollection = "/apis/bench.kopf.dev/v1/namespaces/default/benchobjects";
@@ -162,27 +163,6 @@ class HandledTracker {
     long last_rv_ = 0;
     std::string partial_;
 };
-
-// Runs `work(index, connection)` for indexes [0, count) spread over `connections` threads.
-void in_parallel(const Endpoint& endpoint, long count, long connections,
-                 const std::function<void(long, Connection&)>& work) {
-    std::vector<std::thread> threads;
-    std::mutex failure_mutex;
-    std::string failure;
-    for (long c = 0; c < connections; ++c) {
-        threads.emplace_back([&, c] {
-            try {
-                Connection connection(endpoint);
-                for (long i = c; i < count; i += connections) work(i, connection);
-            } catch (const std::exception& e) {
-                std::lock_guard lock(failure_mutex);
-                failure = e.what();
-            }
-        });
-    }
-    for (auto& thread : threads) thread.join();
-    if (!failure.empty()) throw std::runtime_error(failure);
-}
 
 void create_object(Connection& connection, long i, const std::string& spec) {
     const std::string body = R"({"apiVersion":"bench.kopf.dev/v1","kind":"BenchObject",)"
