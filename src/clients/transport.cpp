@@ -123,6 +123,10 @@ std::shared_ptr<ssl::context> make_ssl_context(const ConnectionInfo& c) {
     return context;
 }
 
+// Read buffers: one recv takes up to this much (Beast reads no more than the free capacity).
+constexpr std::size_t kRequestReadBuffer = 16 * 1024;
+constexpr std::size_t kStreamReadBuffer = 64 * 1024;
+
 struct Connection {
     std::shared_ptr<ssl::context> context;  // outlives the TLS stream
     std::optional<beast::tcp_stream> plain;
@@ -206,6 +210,7 @@ struct Transport::Impl {
                                                          const std::string& key, Timeouts timeouts,
                                                          StopSignal* stop) {
         auto connection = std::make_shared<Connection>();
+        connection->buffer.reserve(kRequestReadBuffer);
         if (endpoint.tls) {
             connection->context = context_for(credentials, key);
             connection->tls.emplace(executor, *connection->context);
@@ -364,6 +369,9 @@ asio::awaitable<HttpResponse> Transport::stream(
         if (stop && stop->stopped()) co_return response;
         throw;
     }
+    // Beast reads at most the buffer's free capacity per recv: a small buffer costs a system
+    // call per few hundred bytes of a busy watch stream.
+    connection->buffer.reserve(kStreamReadBuffer);
     std::weak_ptr<Connection> weak = connection;
     StopCallback on_stop(stop, [weak, executor = impl_->executor] {
         asio::post(executor, [weak] {
