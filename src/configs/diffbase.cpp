@@ -63,8 +63,14 @@ bool DiffBaseStorage::is_own_annotation(const std::string&) const {
 
 json DiffBaseStorage::build(const json& body,
                             const std::vector<std::vector<std::string>>& extra_fields) const {
-    json essence = body.is_object() ? body : json::object();
-    for (const char* k : {"apiVersion", "kind", "metadata", "status"}) essence.erase(k);
+    // Copy only what the essence keeps (metadata carries the stored diff base itself).
+    json essence = json::object();
+    if (body.is_object()) {
+        for (const auto& [key, value] : body.items()) {
+            if (key != "apiVersion" && key != "kind" && key != "metadata" && key != "status")
+                essence[key] = value;
+        }
+    }
 
     const json* labels = dicts::resolve(body, {"metadata", "labels"});
     const json* annotations = dicts::resolve(body, {"metadata", "annotations"});

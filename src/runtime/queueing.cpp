@@ -68,7 +68,7 @@ void ObjectQueues::process(const std::string& key) {
     json event = std::move(*worker.latest);
     worker.latest.reset();
     const unsigned long generation = worker.generation;
-    processor_(key, event, [this, key, generation](std::optional<std::string> version) {
+    processor_(key, std::move(event), [this, key, generation](std::optional<std::string> version) {
         executor_.post([this, key, generation, version] {
             auto it = workers_.find(key);
             if (it == workers_.end() || it->second.generation != generation) return;

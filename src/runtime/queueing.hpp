@@ -12,9 +12,9 @@
 #include <functional>
 #include <kopf/json.hpp>
 #include <kopf/task.hpp>
-#include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 namespace kopf::runtime {
 
@@ -30,7 +30,7 @@ class ObjectQueues {
     // Called by the processor when an event is processed: with the resourceVersion of the
     // object after our own patch (if we patched it), so that the next processing waits for it.
     using Done = std::function<void(std::optional<std::string> patched_resource_version)>;
-    using Processor = std::function<void(const std::string& key, const json& event, Done done)>;
+    using Processor = std::function<void(const std::string& key, json&& event, Done done)>;
 
     ObjectQueues(Executor& executor, QueueingOptions options, Processor processor);
     ObjectQueues(const ObjectQueues&) = delete;
@@ -66,7 +66,7 @@ class ObjectQueues {
     Executor& executor_;
     QueueingOptions options_;
     Processor processor_;
-    std::map<std::string, Worker> workers_;
+    std::unordered_map<std::string, Worker> workers_;
     std::deque<std::string> waiting_;  // keys waiting for a worker slot, in arrival order
     std::size_t running_ = 0;          // workers holding a slot
     bool stopping_ = false;

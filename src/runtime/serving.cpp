@@ -10,6 +10,7 @@
 #include <coroutine>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "clients/api.hpp"
 #include "core/reactor/processing.hpp"
@@ -131,8 +132,8 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
                  QueueingOptions{settings.queueing.idle_timeout, settings.queueing.exit_timeout,
                                  settings.queueing.worker_limit,
                                  settings.persistence.consistency_timeout},
-                 [this](const std::string& key, const json& event, ObjectQueues::Done done) {
-                     process(key, event, std::move(done));
+                 [this](const std::string& key, json&& event, ObjectQueues::Done done) {
+                     process(key, std::move(event), std::move(done));
                  }) {
         vault->put("initial", std::move(credentials));
     }
@@ -373,10 +374,10 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
 
     // ---- processing ------------------------------------------------------------------------
 
-    void process(const std::string& key, const json& event, ObjectQueues::Done done) {
+    void process(const std::string& key, json&& event, ObjectQueues::Done done) {
         auto self = shared_from_this();
         kopf::spawn<std::optional<std::string>>(
-            executor, process_task(key, event),
+            executor, process_task(key, std::move(event)),
             [self, key, done = std::move(done)](std::exception_ptr error,
                                                 std::optional<std::optional<std::string>> version) {
                 if (error) {
@@ -392,10 +393,14 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         const kopf::Resource public_resource = to_public(resource);
         auto& memories = resource_memories[resource.to_string()];
         auto& memory = memories.recall(event, memo);
-        auto outcome =
-            co_await reactor::process_resource_event(env, public_resource, memory, event);
+        // Named first: g++ 12 destroys argument temporaries of a co_await twice.
+        auto processing =
+            reactor::process_resource_event(env, public_resource, memory, std::move(event));
+        auto outcome = co_await std::move(processing);
         if (outcome.gone) {
-            memories.forget(event["object"]);
+            memories.forget(outcome.body);
+            object_resources.erase(key);
+            event_counts.erase(key);
             co_return std::nullopt;
         }
         auto applied =
@@ -411,7 +416,9 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         auto self = shared_from_this();
         const auto count = event_counts[key];
         executor.post_after(delay, [self, key, resource, body, count] {
-            if (self->stopping || self->event_counts[key] != count) return;
+            const auto counted = self->event_counts.find(key);
+            if (self->stopping || counted == self->event_counts.end() || counted->second != count)
+                return;
             const json patch = reactor::touch_patch(self->settings, body, actions::Clock::now());
             asio::co_spawn(
                 self->io,
@@ -430,7 +437,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     }
 
     structs::Resource api_resource(const kopf::Resource& resource) const {
-        for (const auto& [name, r] : object_resources) {
+        for (const auto& [name, r] : served) {
             if (r.group == resource.group && r.version == resource.version &&
                 r.plural == resource.plural) {
                 return r;
@@ -592,8 +599,9 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     std::set<std::string> unresolved_warned;
     std::map<std::pair<std::string, std::string>, std::shared_ptr<clients::StopSignal>> watchers;
     std::vector<std::shared_ptr<clients::StopSignal>> observers;
-    std::map<std::string, structs::Resource> object_resources;
-    std::map<std::string, unsigned long> event_counts;
+    // By object key (resource/uid); forgotten when the object is gone.
+    std::unordered_map<std::string, structs::Resource> object_resources;
+    std::unordered_map<std::string, unsigned long> event_counts;
     std::map<std::string, reactor::ResourceMemories> resource_memories;
     bool rescan_pending = false;
     bool stopping = false;

@@ -185,15 +185,19 @@ json ProcessingOutcome::status_merge_patch(const Resource& resource) const {
 }
 
 Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const Resource& resource,
-                                               ResourceMemory& memory, const json& raw_event) {
+                                               ResourceMemory& memory, json raw_event) {
     if (!raw_event.is_object() || !raw_event.contains("object") || !raw_event["object"].is_object())
         throw std::invalid_argument(
             "A raw watch event must be an object with an \"object\" body: " +
             raw_event.dump().substr(0, 200));
     if (!memory.memo) memory.memo = std::make_shared<Memo>();
 
+    // Event handlers see every event, before anything else (and the raw event whole).
+    bool has_watching = false;
+    for (const auto& h : env.registry.watching) has_watching |= h.selector.check(resource);
+
     ProcessingOutcome out;
-    out.body = raw_event["object"];
+    out.body = has_watching ? raw_event["object"] : std::move(raw_event["object"]);
     const json& body = out.body;
     const std::string raw_type = raw_event.contains("type") && raw_event["type"].is_string()
                                      ? raw_event["type"].get<std::string>()
@@ -210,9 +214,6 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
     const auto& settings = env.settings;
     const auto& finalizer = settings.persistence.finalizer;
 
-    // Event handlers see every event, before anything else.
-    bool has_watching = false;
-    for (const auto& h : env.registry.watching) has_watching |= h.selector.check(resource);
     if (has_watching)
         co_await process_watching_cause(env, resource, memory, raw_event, body, patch, logger);
 
@@ -228,8 +229,8 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
     if (has_changing) {
         std::optional<json> old = diffbase.fetch(body);
         std::optional<json> new_ = diffbase.build(body, extra_fields);
-        if (old) old = progress.clear(*old);
-        if (new_) new_ = progress.clear(*new_);
+        if (old) old = progress.clear(std::move(*old));
+        if (new_) new_ = progress.clear(std::move(*new_));
         Diff d = diff(old ? *old : json(), new_ ? *new_ : json());
         bool initial = memory.noticed_by_listing && !memory.fully_handled_once;
         Reason reason = intents::detect_reason(raw_type, body, finalizer, old, d, initial);

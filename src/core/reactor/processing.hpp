@@ -31,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/actions/execution.hpp"
@@ -58,7 +59,7 @@ class ResourceMemories {
     std::size_t size() const { return memories_.size(); }
 
   private:
-    std::map<std::string, ResourceMemory> memories_;
+    std::unordered_map<std::string, ResourceMemory> memories_;
 };
 
 /// The inputs that stay the same across events.
@@ -92,8 +93,9 @@ struct ProcessingOutcome {
 
 /// Run everything this event calls for: event handlers, finalizer management, cause detection,
 /// changing handlers with progress and results. Returns the patch and the delays.
+/// The raw event is taken by value: its object becomes the outcome's body without a copy.
 Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const Resource& resource,
-                                               ResourceMemory& memory, const json& raw_event);
+                                               ResourceMemory& memory, json raw_event);
 
 /// The result of one API write.
 struct PatchResult {
