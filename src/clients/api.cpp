@@ -253,17 +253,27 @@ struct ApiClient::Impl {
         }
     }
 
-    Awaitable<json> call(std::string method, std::string path, std::optional<json> body,
-                         std::string content_type) {
+    // The answer's body text, unparsed.
+    Awaitable<std::string> call_text(std::string method, std::string path,
+                                     const std::optional<json>& body, std::string content_type) {
         HttpRequest request;
-        request.method = method;
-        request.target = path;
+        request.method = std::move(method);
+        request.target = std::move(path);
         if (body) {
             request.body = dump_json(*body);
-            request.content_type = content_type;
+            request.content_type = std::move(content_type);
         }
-        auto response = co_await send(std::move(request));
-        co_return parse_body(response.body, method + " " + path);
+        auto sending = send(std::move(request));
+        auto response = co_await std::move(sending);
+        co_return std::move(response.body);
+    }
+
+    Awaitable<json> call(std::string method, std::string path, std::optional<json> body,
+                         std::string content_type) {
+        const std::string what = method + " " + path;
+        auto calling = call_text(std::move(method), std::move(path), body, std::move(content_type));
+        const std::string text = co_await std::move(calling);
+        co_return parse_body(text, what);
     }
 
     std::vector<std::pair<std::string, std::string>> write_params() const {
@@ -371,6 +381,19 @@ Awaitable<json> ApiClient::patch(Resource resource, std::string namespace_, std:
     }
     co_return co_await impl_->call("PATCH", resource.path(namespace_, name, subresource, params),
                                    patch, content_type_of(type));
+}
+
+Awaitable<std::optional<std::string>> ApiClient::patch_version(Resource resource,
+                                                               std::string namespace_,
+                                                               std::string name, PatchType type,
+                                                               json patch,
+                                                               std::string subresource) {
+    const std::optional<json> body(std::move(patch));
+    auto calling = impl_->call_text(
+        "PATCH", resource.path(namespace_, name, subresource, impl_->write_params()), body,
+        content_type_of(type));
+    const std::string text = co_await std::move(calling);
+    co_return find_resource_version(text);
 }
 
 Awaitable<json> ApiClient::remove(Resource resource, std::string namespace_, std::string name,

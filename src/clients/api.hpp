@@ -106,6 +106,12 @@ class ApiClient {
     Awaitable<json> patch(structs::Resource resource, std::string namespace_, std::string name,
                           PatchType type, json patch, std::string subresource = "",
                           bool force = false);
+    // As patch() (not for server-side apply), but only the answer's metadata.resourceVersion:
+    // the patched object is not parsed (the operator needs only its version).
+    Awaitable<std::optional<std::string>> patch_version(structs::Resource resource,
+                                                        std::string namespace_, std::string name,
+                                                        PatchType type, json patch,
+                                                        std::string subresource = "");
     Awaitable<json> remove(structs::Resource resource, std::string namespace_, std::string name,
                            DeleteOptions options = {});
     // A core v1 Event about `involved` (an object body or an ObjectReference); type is

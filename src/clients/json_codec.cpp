@@ -3,6 +3,8 @@
 #include <boost/json/basic_parser_impl.hpp>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -150,16 +152,51 @@ std::string parse_into(std::string_view text, json& out) {
 constexpr char kHex[] = "0123456789abcdef";
 
 // nlohmann's escaping: the short escapes, other control characters as \u00xx, the rest as is.
+// Eight bytes at a time: true if any byte is non-ASCII, a control character, '"' or '\\'.
+bool block_needs_care(std::uint64_t block) {
+    constexpr std::uint64_t ones = 0x0101010101010101ULL;
+    constexpr std::uint64_t highs = 0x8080808080808080ULL;
+    auto has_zero = [](std::uint64_t v) { return (v - ones) & ~v & highs; };
+    const std::uint64_t below_space = (block - ones * 0x20) & ~block & highs;
+    return ((block & highs) | below_space | has_zero(block ^ (ones * '"')) |
+            has_zero(block ^ (ones * '\\'))) != 0;
+}
+
+// The length of the prefix of `s` that is copied as is (plain ASCII, no quote, no backslash).
+std::size_t plain_prefix(const std::string& s) {
+    std::size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+        std::uint64_t block;
+        std::memcpy(&block, s.data() + i, 8);
+        if (block_needs_care(block)) break;
+    }
+    for (; i < s.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x80 || c < 0x20 || c == '"' || c == '\\') break;
+    }
+    return i;
+}
+
 void append_string(std::string& out, const std::string& s) {
-    for (unsigned char c : s) {
-        if (c >= 0x80) {  // non-ASCII: let nlohmann validate the UTF-8 (it throws on bad bytes)
+    const std::size_t plain = plain_prefix(s);
+    if (plain == s.size()) {  // the common case: one copy
+        out.reserve(out.size() + s.size() + 2);
+        out += '"';
+        out += s;
+        out += '"';
+        return;
+    }
+    for (std::size_t i = plain; i < s.size(); ++i) {
+        if (static_cast<unsigned char>(s[i]) >= 0x80) {
+            // Non-ASCII: let nlohmann validate the UTF-8 (it throws on bad bytes).
             out += json(s).dump();
             return;
         }
     }
     out += '"';
-    std::size_t run = 0;
-    for (std::size_t i = 0; i < s.size(); ++i) {
+    out.append(s, 0, plain);
+    std::size_t run = plain;
+    for (std::size_t i = plain; i < s.size(); ++i) {
         const unsigned char c = static_cast<unsigned char>(s[i]);
         if (c >= 0x20 && c != '"' && c != '\\') continue;
         out.append(s, run, i - run);
@@ -196,7 +233,88 @@ void append_string(std::string& out, const std::string& s) {
     out += '"';
 }
 
+// Follows only what leads to metadata.resourceVersion and stops parsing once it is read.
+class ResourceVersionFinder {
+  public:
+    constexpr static std::size_t max_object_size = std::size_t(-1);
+    constexpr static std::size_t max_array_size = std::size_t(-1);
+    constexpr static std::size_t max_key_size = std::size_t(-1);
+    constexpr static std::size_t max_string_size = std::size_t(-1);
+
+    std::optional<std::string> found;
+
+    bool on_document_begin(bj::error_code&) { return true; }
+    bool on_document_end(bj::error_code&) { return true; }
+    bool on_object_begin(bj::error_code&) { return enter(); }
+    bool on_object_end(std::size_t, bj::error_code&) { return leave(); }
+    bool on_array_begin(bj::error_code&) { return enter(); }
+    bool on_array_end(std::size_t, bj::error_code&) { return leave(); }
+    bool on_key_part(bj::string_view s, std::size_t, bj::error_code&) {
+        key_.append(s.data(), s.size());
+        return true;
+    }
+    bool on_key(bj::string_view s, std::size_t, bj::error_code&) {
+        key_.append(s.data(), s.size());
+        current_key_ = std::move(key_);
+        key_.clear();
+        return true;
+    }
+    bool on_string_part(bj::string_view s, std::size_t, bj::error_code&) {
+        if (at_version()) text_.append(s.data(), s.size());
+        return true;
+    }
+    bool on_string(bj::string_view s, std::size_t, bj::error_code& error) {
+        if (!at_version()) return true;
+        text_.append(s.data(), s.size());
+        found = std::move(text_);
+        error = bj::error::syntax;  // stop: the rest of the document is not needed
+        return false;
+    }
+    bool on_number_part(bj::string_view, bj::error_code&) { return true; }
+    bool on_int64(std::int64_t, bj::string_view, bj::error_code&) { return true; }
+    bool on_uint64(std::uint64_t, bj::string_view, bj::error_code&) { return true; }
+    bool on_double(double, bj::string_view, bj::error_code&) { return true; }
+    bool on_bool(bool, bj::error_code&) { return true; }
+    bool on_null(bj::error_code&) { return true; }
+    bool on_comment_part(bj::string_view, bj::error_code&) { return true; }
+    bool on_comment(bj::string_view, bj::error_code&) { return true; }
+
+  private:
+    bool at_version() const {
+        return depth_ == 2 && in_metadata_ && current_key_ == "resourceVersion";
+    }
+    bool enter() {
+        if (depth_ == 1) in_metadata_ = current_key_ == "metadata";
+        ++depth_;
+        return true;
+    }
+    bool leave() {
+        --depth_;
+        if (depth_ == 1) in_metadata_ = false;
+        return true;
+    }
+
+    int depth_ = 0;
+    bool in_metadata_ = false;
+    std::string key_;
+    std::string current_key_;
+    std::string text_;
+};
+
 }  // namespace
+
+std::optional<std::string> find_resource_version(std::string_view text) noexcept {
+    try {
+        bj::parse_options options;
+        options.max_depth = 100000;
+        bj::basic_parser<ResourceVersionFinder> parser(options);
+        bj::error_code error;
+        parser.write_some(false, text.data(), text.size(), error);
+        return std::move(parser.handler().found);
+    } catch (...) {
+        return std::nullopt;
+    }
+}
 
 json parse_json(std::string_view text) {
     json out;

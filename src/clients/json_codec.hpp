@@ -4,6 +4,7 @@
 #pragma once
 
 #include <kopf/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,10 @@ json parse_json(std::string_view text);
 
 /// As parse_json(), but returns a discarded value (json::value_t::discarded) on malformed input.
 json parse_json_or_discarded(std::string_view text) noexcept;
+
+/// metadata.resourceVersion of an object's JSON text, reading no further than needed and
+/// building nothing; nullopt if absent or if the text is malformed before it.
+std::optional<std::string> find_resource_version(std::string_view text) noexcept;
 
 /// Exactly json.dump() (compact, UTF-8 as is, strict about invalid UTF-8), faster.
 std::string dump_json(const json& value);

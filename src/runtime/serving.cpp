@@ -460,11 +460,9 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             const std::string namespace_ = metadata_field(body, "namespace");
             const std::string name = metadata_field(body, "name");
             const std::string subresource = status ? "status" : "";
-            auto patching = api.patch(target, namespace_, name, type, patch, subresource);
+            auto patching = api.patch_version(target, namespace_, name, type, patch, subresource);
             auto awaiter = on_loop(io, std::move(patching));
-            result.body = co_await awaiter;
-            const std::string version = metadata_field(result.body, "resourceVersion");
-            if (!version.empty()) result.resource_version = version;
+            result.resource_version = co_await awaiter;
         } catch (const clients::NotFoundError&) {
             result.found = false;
         } catch (const clients::UnprocessableEntityError&) {

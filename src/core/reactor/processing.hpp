@@ -102,7 +102,6 @@ struct PatchResult {
     bool found = true;      ///< false on HTTP 404 (the object is gone; ignored)
     bool conflict = false;  ///< true on HTTP 422/409 of a guarded JSON patch
     std::optional<std::string> resource_version;  ///< of the patched object
-    json body;                                    ///< the returned object, if any
 };
 
 /// The API writes of the processing, implemented by the runtime with the API client.

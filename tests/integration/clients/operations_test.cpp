@@ -57,6 +57,20 @@ TEST_F(Operations, MergePatchChangesFields) {
     EXPECT_EQ(patched["data"], (json{{"b", "2"}, {"c", "3"}}));
 }
 
+TEST_F(Operations, PatchReturningOnlyTheVersionAnswersTheWrittenVersion) {
+    auto api = make_client(admin());
+    run(api->create(configmaps(), "default", configmap("cm-version", {{"a", "1"}})));
+    const auto version = run(api->patch_version(configmaps(), "default", "cm-version",
+                                                PatchType::Merge, {{"data", {{"a", "2"}}}}));
+    const auto stored = run(api->get(configmaps(), "default", "cm-version"));
+    ASSERT_TRUE(version.has_value());
+    EXPECT_EQ(*version, stored["metadata"]["resourceVersion"]);
+    EXPECT_EQ(stored["data"]["a"], "2");
+    EXPECT_THROW(run(api->patch_version(configmaps(), "default", "cm-absent", PatchType::Merge,
+                                        {{"data", {{"a", "2"}}}})),
+                 NotFoundError);
+}
+
 TEST_F(Operations, JsonPatchWithFailingTestRaisesUnprocessable) {
     auto api = make_client(admin());
     run(api->create(configmaps(), "default", configmap("cm-json", {{"a", "1"}})));

@@ -137,3 +137,35 @@ TEST(JsonCodec, InvalidUtf8IsRefusedWhenDumping) {
     const json value = std::string("\xff\xfe");
     EXPECT_THROW(dump_json(value), json::type_error);
 }
+
+TEST(JsonCodec, EscapesEverySpecialCharacterAtEveryPositionOfALongString) {
+    for (const char special : {'"', '\\', '\n', '\x01', '\x1f', '\x7f', ' '}) {
+        for (std::size_t position = 0; position < 40; ++position) {
+            std::string text(40, 'x');
+            text[position] = special;
+            const json value = text;
+            ASSERT_EQ(dump_json(value), value.dump())
+                << "character " << int(special) << " at " << position;
+        }
+    }
+    const json non_ascii = std::string(20, 'x') + "é" + std::string(20, 'y');
+    EXPECT_EQ(dump_json(non_ascii), non_ascii.dump());
+}
+
+TEST(JsonCodec, FindsTheResourceVersionOfAnObjectWithoutParsingTheRest) {
+    using kopf::clients::find_resource_version;
+    EXPECT_EQ(find_resource_version(
+                  R"({"kind":"X","metadata":{"name":"a","labels":{"resourceVersion":"no"},)"
+                  R"("resourceVersion":"42"},"spec":{"resourceVersion":"no"}})"),
+              "42");
+    // What follows the version is never read: even if it is cut off.
+    EXPECT_EQ(find_resource_version(R"({"metadata":{"resourceVersion":"7"},"spec":{"x":)"), "7");
+    // Only metadata's own key counts, wherever metadata is.
+    EXPECT_EQ(find_resource_version(R"({"spec":{"resourceVersion":"1"},"resourceVersion":"2",)"
+                                    R"("metadata":{"resourceVersion":"3"}})"),
+              "3");
+    EXPECT_EQ(find_resource_version(R"({"metadata":{"name":"a"}})"), std::nullopt);
+    EXPECT_EQ(find_resource_version(R"({"metadata":{"resourceVersion":5}})"), std::nullopt);
+    EXPECT_EQ(find_resource_version("not json"), std::nullopt);
+    EXPECT_EQ(find_resource_version(""), std::nullopt);
+}
