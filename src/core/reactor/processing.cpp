@@ -118,7 +118,8 @@ Task<std::vector<double>> process_changing_cause(const ProcessingEnv& env, const
                                         *memory.memo, cause,    env.now, env.lifecycle};
             auto outcomes = co_await actions::execute_handlers_once(ienv, selected, state);
             state = state.with_outcomes(outcomes, env.now());
-            state.store(body, patch, storage);
+            // A finished cycle purges every record it would store: skip the round trip.
+            if (!state.done()) state.store(body, patch, storage);
             actions::deliver_results(outcomes, patch);
             if (state.done()) {
                 auto c = state.counts();
