@@ -108,6 +108,19 @@ class ObjectLogger final : public kopf::Logger {
     std::shared_ptr<PostingContext> posting_;
 };
 
+// One served resource kind: its API and public descriptions, and its objects' memories.
+struct ServedKind {
+    structs::Resource api;
+    kopf::Resource public_;
+    std::string name;  // api.to_string()
+    reactor::ResourceMemories memories;
+};
+
+struct ObjectEntry {
+    std::shared_ptr<ServedKind> kind;
+    unsigned long events = 0;  // a touch-dummy is sent only if no event came meanwhile
+};
+
 }  // namespace
 
 struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Impl>,
@@ -275,15 +288,27 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         }
     }
 
+    // The served kind of `resource`, created on first use; kept while the operator runs (the
+    // memories of its objects outlive a CRD's brief absence).
+    std::shared_ptr<ServedKind> kind_of(const structs::Resource& resource) {
+        auto& kind = kinds[resource.to_string()];
+        if (!kind) {
+            kind = std::make_shared<ServedKind>(
+                ServedKind{resource, to_public(resource), resource.to_string(), {}});
+        }
+        return kind;
+    }
+
     void start_watcher(const structs::Resource& resource, const std::string& namespace_,
                        std::shared_ptr<clients::StopSignal> stop) {
         auto self = shared_from_this();
+        auto kind = kind_of(resource);
         const std::string where = namespace_.empty() ? "cluster-wide" : "in " + namespace_;
         logger("kopf.reactor.queueing")->debug("Watching {} {}.", resource.to_string(), where);
         watch_until_stopped(
             resource, namespace_, stop,
-            [self, resource](clients::WatchEvent&& event) {
-                self->on_watch_event(resource, std::move(event));
+            [self, kind](clients::WatchEvent&& event) {
+                self->on_watch_event(kind, std::move(event));
             },
             "kopf.reactor.queueing",
             fmt::format("Watching {} {} has failed", resource.to_string(), where));
@@ -309,15 +334,16 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             });
     }
 
-    void on_watch_event(const structs::Resource& resource, clients::WatchEvent&& event) {
+    void on_watch_event(const std::shared_ptr<ServedKind>& kind, clients::WatchEvent&& event) {
         if (stopping) return;
         const std::string uid = metadata_field(event.object, "uid");
-        const std::string key = resource.to_string() + "/" +
+        const std::string key = kind->name + "/" +
                                 (uid.empty() ? metadata_field(event.object, "namespace") + "/" +
                                                    metadata_field(event.object, "name")
                                              : uid);
-        object_resources.insert_or_assign(key, resource);
-        ++event_counts[key];
+        auto& entry = objects[key];
+        if (!entry.kind) entry.kind = kind;
+        ++entry.events;
         json raw = {{"type", event.type.empty() ? json() : json(event.type)},
                     {"object", std::move(event.object)}};
         queues.push(key, std::move(raw));
@@ -389,9 +415,9 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     }
 
     Task<std::optional<std::string>> process_task(std::string key, json event) {
-        const structs::Resource resource = object_resources.at(key);
-        const kopf::Resource public_resource = to_public(resource);
-        auto& memories = resource_memories[resource.to_string()];
+        const std::shared_ptr<ServedKind> kind = objects.at(key).kind;  // alive for the cycle
+        const kopf::Resource& public_resource = kind->public_;
+        auto& memories = kind->memories;
         auto& memory = memories.recall(event, memo);
         // Named first: g++ 12 destroys argument temporaries of a co_await twice.
         auto processing =
@@ -399,14 +425,13 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         auto outcome = co_await std::move(processing);
         if (outcome.gone) {
             memories.forget(outcome.body);
-            object_resources.erase(key);
-            event_counts.erase(key);
+            objects.erase(key);
             co_return std::nullopt;
         }
         auto applied =
             co_await reactor::apply_outcome(*this, env, public_resource, memory, outcome);
         if (applied.wakeup_after)
-            schedule_touch(key, resource, outcome.body, *applied.wakeup_after);
+            schedule_touch(key, kind->api, outcome.body, *applied.wakeup_after);
         co_return applied.resource_version;
     }
 
@@ -414,10 +439,10 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     void schedule_touch(const std::string& key, const structs::Resource& resource, const json& body,
                         double delay) {
         auto self = shared_from_this();
-        const auto count = event_counts[key];
+        const auto count = objects[key].events;
         executor.post_after(delay, [self, key, resource, body, count] {
-            const auto counted = self->event_counts.find(key);
-            if (self->stopping || counted == self->event_counts.end() || counted->second != count)
+            const auto counted = self->objects.find(key);
+            if (self->stopping || counted == self->objects.end() || counted->second.events != count)
                 return;
             const json patch = reactor::touch_patch(self->settings, body, actions::Clock::now());
             asio::co_spawn(
@@ -597,10 +622,9 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     std::set<std::string> unresolved_warned;
     std::map<std::pair<std::string, std::string>, std::shared_ptr<clients::StopSignal>> watchers;
     std::vector<std::shared_ptr<clients::StopSignal>> observers;
+    std::map<std::string, std::shared_ptr<ServedKind>> kinds;  // by resource name
     // By object key (resource/uid); forgotten when the object is gone.
-    std::unordered_map<std::string, structs::Resource> object_resources;
-    std::unordered_map<std::string, unsigned long> event_counts;
-    std::map<std::string, reactor::ResourceMemories> resource_memories;
+    std::unordered_map<std::string, ObjectEntry> objects;
     bool rescan_pending = false;
     bool stopping = false;
     bool queues_finished = false;

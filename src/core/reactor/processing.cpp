@@ -21,6 +21,13 @@ std::string capitalize(std::string s) {
     return s;
 }
 
+// An object's namespace, name and uid never change: one logger serves all its events.
+Logger& object_logger(const ProcessingEnv& env, ResourceMemory& memory, const json& body) {
+    if (!memory.logger)
+        memory.logger = env.make_logger ? env.make_logger(body) : make_object_logger(body);
+    return *memory.logger;
+}
+
 std::string uid_of(const json& body) {
     const json* uid = dicts::resolve(body, {"metadata", "uid"});
     if (uid && uid->is_string()) return uid->get<std::string>();
@@ -210,8 +217,7 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
     memory.remaining_fns.clear();
     const bool patch_initially_empty = patch.empty();
 
-    auto logger_ptr = env.make_logger ? env.make_logger(body) : make_object_logger(body);
-    Logger& logger = *logger_ptr;
+    Logger& logger = object_logger(env, memory, body);
     const auto& settings = env.settings;
     const auto& finalizer = settings.persistence.finalizer;
 
@@ -297,9 +303,7 @@ Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
                                 ProcessingOutcome& outcome) {
     ApplyResult result;
     if (outcome.gone) co_return result;
-    auto logger_ptr =
-        env.make_logger ? env.make_logger(outcome.body) : make_object_logger(outcome.body);
-    Logger& logger = *logger_ptr;
+    Logger& logger = object_logger(env, memory, outcome.body);
     // Purged progress leaves empty stanzas behind ({"metadata":{"annotations":{}}}): they
     // change nothing, so they cost no request (a resume of a handled object writes nothing).
     dicts::remove_empty_stanzas(outcome.patch.merge);

@@ -47,6 +47,7 @@ struct ResourceMemory {
     bool noticed_by_listing = false;       ///< first seen in the initial listing (resume cause)
     bool fully_handled_once = false;       ///< all handlers succeeded once (no more resuming)
     std::vector<Patch::Fn> remaining_fns;  ///< transformations not applied yet (HTTP 422)
+    std::shared_ptr<Logger> logger;        ///< the object's logger, made on its first event
 };
 
 /// Memories of objects of one resource kind, by metadata.uid.
