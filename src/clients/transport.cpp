@@ -192,11 +192,46 @@ auto to_steady(Duration duration) {
 
 }  // namespace
 
+// What a request needs from its credentials, worked out once per distinct credentials.
+struct Destination {
+    ConnectionInfo identity;  // only the fields identity_of() uses
+    Endpoint endpoint;
+    std::string key;  // identity_of(): the pool and TLS context key
+};
+
+bool same_identity(const ConnectionInfo& a, const ConnectionInfo& b) {
+    return a.server == b.server && a.insecure == b.insecure && a.ca_path == b.ca_path &&
+           a.ca_data == b.ca_data && a.certificate_path == b.certificate_path &&
+           a.certificate_data == b.certificate_data && a.private_key_path == b.private_key_path &&
+           a.private_key_data == b.private_key_data;
+}
+
 struct Transport::Impl {
     asio::any_io_executor executor;
     std::size_t pool_limit;
     std::map<std::string, std::shared_ptr<ssl::context>> contexts;
     std::map<std::string, Pool> pools;
+    // Parsing the URL and building the key (with the CA and key data in it) on every request
+    // showed in profiles; credentials rarely change.
+    std::shared_ptr<const Destination> last_destination;
+
+    std::shared_ptr<const Destination> destination_of(const ConnectionInfo& credentials) {
+        if (!last_destination || !same_identity(last_destination->identity, credentials)) {
+            auto fresh = std::make_shared<Destination>();
+            fresh->endpoint = parse_server(credentials.server);
+            fresh->key = identity_of(credentials);
+            fresh->identity.server = credentials.server;
+            fresh->identity.insecure = credentials.insecure;
+            fresh->identity.ca_path = credentials.ca_path;
+            fresh->identity.ca_data = credentials.ca_data;
+            fresh->identity.certificate_path = credentials.certificate_path;
+            fresh->identity.certificate_data = credentials.certificate_data;
+            fresh->identity.private_key_path = credentials.private_key_path;
+            fresh->identity.private_key_data = credentials.private_key_data;
+            last_destination = std::move(fresh);
+        }
+        return last_destination;
+    }
 
     std::shared_ptr<ssl::context> context_for(const ConnectionInfo& credentials,
                                               const std::string& key) {
@@ -289,7 +324,7 @@ struct Transport::Impl {
 };
 
 Transport::Transport(asio::any_io_executor executor, std::size_t pool_limit)
-    : impl_(std::make_unique<Impl>(Impl{std::move(executor), pool_limit, {}, {}})) {}
+    : impl_(std::make_unique<Impl>(Impl{std::move(executor), pool_limit, {}, {}, {}})) {}
 
 Transport::~Transport() = default;
 
@@ -308,8 +343,9 @@ void Transport::close_idle() {
 
 asio::awaitable<HttpResponse> Transport::request(const ConnectionInfo& credentials,
                                                  const HttpRequest& r, Timeouts timeouts) {
-    auto endpoint = parse_server(credentials.server);
-    auto key = identity_of(credentials);
+    const auto destination = impl_->destination_of(credentials);
+    const Endpoint& endpoint = destination->endpoint;
+    const std::string& key = destination->key;
     auto& pool = impl_->pools[key];
     co_await impl_->acquire_slot(pool);
     std::shared_ptr<Connection> keep;
@@ -358,8 +394,9 @@ asio::awaitable<HttpResponse> Transport::stream(
     const ConnectionInfo& credentials, const HttpRequest& r, Timeouts timeouts, Seconds inactivity,
     std::optional<std::chrono::steady_clock::time_point> deadline,
     const std::function<void(std::string_view)>& on_chunk, StopSignal* stop) {
-    auto endpoint = parse_server(credentials.server);
-    auto key = identity_of(credentials);
+    const auto destination = impl_->destination_of(credentials);
+    const Endpoint& endpoint = destination->endpoint;
+    const std::string& key = destination->key;
     HttpResponse response;
     if (stop && stop->stopped()) co_return response;
     std::shared_ptr<Connection> connection;

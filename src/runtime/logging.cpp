@@ -4,14 +4,18 @@
 #include <fmt/format.h>
 #include <spdlog/details/log_msg.h>
 #include <spdlog/formatter.h>
-#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <ctime>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
 namespace kopf::runtime {
 namespace {
@@ -112,8 +116,73 @@ class KopfFormatter final : public spdlog::formatter {
     std::string refkey_;
 };
 
+// Standard error, written in batches: a busy operator logs two INFO lines per handled object,
+// and a write(2) per line cost more than formatting them. Lines reach stderr within
+// kFlushDelay; warnings and errors (logged before any forced exit) write out everything at
+// once, and so does the end of the process.
+class BatchingStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
+  public:
+    ~BatchingStderrSink() override {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        wakeup_.notify_all();
+        if (flusher_.joinable()) flusher_.join();
+        write_out();
+    }
+
+  protected:
+    void sink_it_(const spdlog::details::log_msg& msg) override {
+        spdlog::memory_buf_t formatted;
+        formatter_->format(msg, formatted);
+        buffer_.append(formatted.data(), formatted.size());
+        if (msg.level >= spdlog::level::warn || buffer_.size() >= kMaxBuffered) {
+            write_out();
+        } else if (!flusher_.joinable()) {
+            flusher_ = std::thread([this] { flush_periodically(); });
+        } else if (buffer_.size() == formatted.size()) {
+            wakeup_.notify_one();  // the first line of a batch
+        }
+    }
+    void flush_() override { write_out(); }
+
+  private:
+    static constexpr std::size_t kMaxBuffered = 64 * 1024;
+    static constexpr auto kFlushDelay = std::chrono::milliseconds(20);
+
+    // Called with the base sink's mutex held.
+    void write_out() {
+        std::size_t written = 0;
+        while (written < buffer_.size()) {
+            const ssize_t n =
+                ::write(STDERR_FILENO, buffer_.data() + written, buffer_.size() - written);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;  // nowhere to write: drop, as stderr would
+            written += static_cast<std::size_t>(n);
+        }
+        buffer_.clear();
+    }
+
+    void flush_periodically() {
+        std::unique_lock lock(mutex_);
+        while (!stopping_) {
+            wakeup_.wait(lock, [this] { return stopping_ || !buffer_.empty(); });
+            if (stopping_) break;
+            // Let the batch gather, then write it out.
+            wakeup_.wait_for(lock, kFlushDelay, [this] { return stopping_; });
+            write_out();
+        }
+    }
+
+    std::string buffer_;
+    std::condition_variable wakeup_;
+    std::thread flusher_;
+    bool stopping_ = false;
+};
+
 std::shared_ptr<spdlog::sinks::sink> shared_sink() {
-    static auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    static auto sink = std::make_shared<BatchingStderrSink>();
     return sink;
 }
 
@@ -139,7 +208,7 @@ void configure_logging(const LoggingOptions& options) {
     spdlog::set_default_logger(default_logger);
     spdlog::set_formatter(std::make_unique<KopfFormatter>(options.format, prefix, options.refkey));
     spdlog::set_level(level);
-    spdlog::flush_on(spdlog::level::trace);
+    spdlog::flush_on(spdlog::level::warn);  // lower levels reach stderr in short batches
 }
 
 ObjectRef ObjectRef::from_body(const nlohmann::json& body) {
