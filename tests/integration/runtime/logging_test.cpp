@@ -1,10 +1,16 @@
 #include "runtime/logging.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
 
 using namespace kopf::runtime;
 
@@ -32,7 +38,55 @@ ObjectRef example_ref() {
          {"metadata", {{"name", "kex1"}, {"namespace", "ns1"}, {"uid", "u1"}}}});
 }
 
+// Standard error redirected to a file while it lives; the file can be read at any moment.
+class StderrInFile {
+  public:
+    StderrInFile() : path_(testing::TempDir() + "kopf-stderr-" + std::to_string(::getpid())) {
+        std::fflush(stderr);
+        saved_ = ::dup(STDERR_FILENO);
+        const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        ::dup2(fd, STDERR_FILENO);
+        ::close(fd);
+    }
+    ~StderrInFile() {
+        spdlog::apply_all([](auto logger) { logger->flush(); });
+        ::dup2(saved_, STDERR_FILENO);
+        ::close(saved_);
+        std::remove(path_.c_str());
+    }
+    std::string text() const {
+        std::ifstream in(path_);
+        std::stringstream out;
+        out << in.rdbuf();
+        return out.str();
+    }
+
+  private:
+    std::string path_;
+    int saved_ = -1;
+};
+
 }  // namespace
+
+TEST(Logging, InfoLinesReachStderrWithoutAnyFlush) {
+    configure_logging(options(LogFormat::plain));
+    StderrInFile stderr_file;
+    log_object(spdlog::level::info, example_ref(), "Batched.");
+    std::string text;
+    for (int i = 0; i < 500 && text.empty(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        text = stderr_file.text();
+    }
+    EXPECT_EQ(text, "[ns1/kex1] Batched.\n");
+}
+
+TEST(Logging, AWarningWritesOutTheLinesBeforeItAtOnce) {
+    configure_logging(options(LogFormat::plain));
+    StderrInFile stderr_file;
+    log_object(spdlog::level::info, example_ref(), "First.");
+    log_object(spdlog::level::warn, example_ref(), "Second.");
+    EXPECT_EQ(stderr_file.text(), "[ns1/kex1] First.\n[ns1/kex1] Second.\n");
+}
 
 TEST(Logging, PlainFormatPrefixesObjectMessages) {
     configure_logging(options(LogFormat::plain));
