@@ -163,8 +163,10 @@ bool block_needs_care(std::uint64_t block) {
 }
 
 // The length of the prefix of `s` that is copied as is (plain ASCII, no quote, no backslash).
-std::size_t plain_prefix(const std::string& s) {
-    std::size_t i = 0;
+// The end of the run of bytes from `from` that are copied as is (ASCII, no quote, backslash or
+// control character).
+std::size_t plain_run_end(const std::string& s, std::size_t from) {
+    std::size_t i = from;
     for (; i + 8 <= s.size(); i += 8) {
         std::uint64_t block;
         std::memcpy(&block, s.data() + i, 8);
@@ -177,59 +179,55 @@ std::size_t plain_prefix(const std::string& s) {
     return i;
 }
 
-void append_string(std::string& out, const std::string& s) {
-    const std::size_t plain = plain_prefix(s);
-    if (plain == s.size()) {  // the common case: one copy
-        out.reserve(out.size() + s.size() + 2);
-        out += '"';
-        out += s;
-        out += '"';
-        return;
+void append_escape(std::string& out, unsigned char c) {
+    switch (c) {
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\b':
+            out += "\\b";
+            break;
+        case '\f':
+            out += "\\f";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
+        default:
+            out += "\\u00";
+            out += kHex[c >> 4];
+            out += kHex[c & 0xF];
     }
-    for (std::size_t i = plain; i < s.size(); ++i) {
-        if (static_cast<unsigned char>(s[i]) >= 0x80) {
+}
+
+void append_string(std::string& out, const std::string& s) {
+    const std::size_t start = out.size();
+    out.reserve(start + s.size() + 2);
+    out += '"';
+    std::size_t i = 0;
+    while (true) {
+        const std::size_t end = plain_run_end(s, i);
+        out.append(s, i, end - i);
+        if (end == s.size()) break;
+        const unsigned char c = static_cast<unsigned char>(s[end]);
+        if (c >= 0x80) {
             // Non-ASCII: let nlohmann validate the UTF-8 (it throws on bad bytes).
+            out.resize(start);
             out += json(s).dump();
             return;
         }
+        append_escape(out, c);
+        i = end + 1;
     }
-    out += '"';
-    out.append(s, 0, plain);
-    std::size_t run = plain;
-    for (std::size_t i = plain; i < s.size(); ++i) {
-        const unsigned char c = static_cast<unsigned char>(s[i]);
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
-        out.append(s, run, i - run);
-        run = i + 1;
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\b':
-                out += "\\b";
-                break;
-            case '\f':
-                out += "\\f";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                out += "\\u00";
-                out += kHex[c >> 4];
-                out += kHex[c & 0xF];
-        }
-    }
-    out.append(s, run, std::string::npos);
     out += '"';
 }
 
