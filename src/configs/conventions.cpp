@@ -62,31 +62,46 @@ std::string StorageKeyConvention::make_suffix(const std::string& key) {
     return s;
 }
 
+namespace {
+// prefix + "/" + the first `limit` characters of the safe key + suffix, built in place
+// (these keys are made several times per handled object).
+std::string join_key(const std::string& prefix, const std::string& safe, std::size_t limit,
+                     const std::string& suffix) {
+    const std::size_t cut = std::min(limit, safe.size());
+    std::string out;
+    out.reserve(prefix.size() + 1 + cut + suffix.size());
+    out += prefix;
+    out += '/';
+    out.append(safe, 0, cut);
+    out += suffix;
+    return out;
+}
+}  // namespace
+
 std::string StorageKeyConvention::make_v1_key(const std::string& key) const {
-    auto safe = make_safe_key(key);
-    std::string prefix = prefix_ + "/";
+    const auto safe = make_safe_key(key);
+    const std::size_t prefix_size = prefix_.size() + 1;
     std::string suffix;
-    if (!(safe.size() + prefix.size() <= MAX_NAME)) suffix = make_suffix(safe);
-    long limit = static_cast<long>(MAX_NAME) - static_cast<long>(prefix.size()) -
-                 static_cast<long>(suffix.size());
-    std::string cut = limit <= 0 ? std::string() : safe.substr(0, static_cast<std::size_t>(limit));
-    return prefix + cut + suffix;
+    if (!(safe.size() + prefix_size <= MAX_NAME)) suffix = make_suffix(safe);
+    const long limit = static_cast<long>(MAX_NAME) - static_cast<long>(prefix_size) -
+                       static_cast<long>(suffix.size());
+    return join_key(prefix_, safe, limit <= 0 ? 0 : static_cast<std::size_t>(limit), suffix);
 }
 
 std::string StorageKeyConvention::make_v2_key(const std::string& key) const {
-    std::string suffix = key.size() > MAX_NAME ? make_suffix(key) : "";
-    std::size_t limit = MAX_NAME > suffix.size() ? MAX_NAME - suffix.size() : 0;
-    return prefix_ + "/" + make_safe_key(key).substr(0, limit) + suffix;
+    const std::string suffix = key.size() > MAX_NAME ? make_suffix(key) : "";
+    const std::size_t limit = MAX_NAME > suffix.size() ? MAX_NAME - suffix.size() : 0;
+    return join_key(prefix_, make_safe_key(key), limit, suffix);
 }
 
 std::vector<std::string> StorageKeyConvention::make_keys(const std::string& key,
                                                          const json* body) const {
     std::string marked = key;
     // Kopf's collision evasion: ReplicaSets owned by Deployments share the annotations' names.
-    if (body) {
-        const json* kind = dicts::resolve(*body, {"kind"});
+    const json* kind = body && body->is_object() ? dicts::resolve(*body, {"kind"}) : nullptr;
+    if (kind && kind->is_string() && kind->get_ref<const std::string&>() == "ReplicaSet") {
         const json* owners = dicts::resolve(*body, {"metadata", "ownerReferences"});
-        if (kind && *kind == "ReplicaSet" && owners && owners->is_array()) {
+        if (owners && owners->is_array()) {
             for (const auto& o : *owners) {
                 if (o.value("kind", "") == "Deployment") {
                     marked += "-ofDRS";
@@ -95,10 +110,12 @@ std::vector<std::string> StorageKeyConvention::make_keys(const std::string& key,
             }
         }
     }
-    std::vector<std::string> keys{make_v2_key(marked)};
+    std::vector<std::string> keys;
+    keys.reserve(2);
+    keys.push_back(make_v2_key(marked));
     if (v1_) {
         auto v1 = make_v1_key(marked);
-        if (v1 != keys[0]) keys.push_back(v1);
+        if (v1 != keys[0]) keys.push_back(std::move(v1));
     }
     return keys;
 }

@@ -62,6 +62,19 @@ const char* severity_name(spdlog::level::level_enum level) {
     }
 }
 
+// "YYYY-mm-dd HH:MM:SS" in local time, rendered once per second per thread.
+std::string_view local_seconds(std::time_t time) {
+    thread_local std::time_t cached_time = -1;
+    thread_local std::string cached_text;
+    if (time != cached_time) {
+        std::tm local{};
+        localtime_r(&time, &local);
+        cached_text = fmt::format("{:%Y-%m-%d %H:%M:%S}", local);
+        cached_time = time;
+    }
+    return cached_text;
+}
+
 class KopfFormatter final : public spdlog::formatter {
   public:
     KopfFormatter(LogFormat format, bool prefix, std::string refkey)
@@ -80,13 +93,10 @@ class KopfFormatter final : public spdlog::formatter {
                 fmt::format_to(std::back_inserter(dest), "{}\n", message);
                 break;
             case LogFormat::full: {
-                std::tm local{};
-                localtime_r(&time, &local);
                 const std::string_view name(msg.logger_name.data(), msg.logger_name.size());
-                fmt::format_to(std::back_inserter(dest),
-                               "[{:%Y-%m-%d %H:%M:%S},{:03d}] {:<20.20} [{:<8}] {}\n", local,
-                               static_cast<int>(micros / 1000), name, level_name(msg.level),
-                               message);
+                fmt::format_to(std::back_inserter(dest), "[{},{:03d}] {:<20.20} [{:<8}] {}\n",
+                               local_seconds(time), static_cast<int>(micros / 1000), name,
+                               level_name(msg.level), message);
                 break;
             }
             case LogFormat::json: {

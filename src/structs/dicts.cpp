@@ -38,6 +38,18 @@ const json* resolve(const json& root, const FieldPath& path) {
     return node;
 }
 
+const json* resolve(const json& root, std::initializer_list<std::string_view> path) {
+    const json* node = &root;
+    for (const auto key : path) {
+        if (!node->is_object()) return nullptr;
+        const auto& object = node->get_ref<const json::object_t&>();
+        auto it = object.find(key);
+        if (it == object.end()) return nullptr;
+        node = &it->second;
+    }
+    return node;
+}
+
 void ensure(json& root, const FieldPath& path, json value) {
     json* node = &root;
     for (const auto& key : path) {
