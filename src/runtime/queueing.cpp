@@ -5,6 +5,9 @@
 namespace kopf::runtime {
 namespace {
 
+// Versions remembered while a worker is busy, to recognise its own patch among them.
+constexpr std::size_t kSeenVersionsKept = 64;
+
 std::optional<std::string> resource_version_of(const json& event) {
     const auto object = event.find("object");
     if (object == event.end() || !object->is_object()) return std::nullopt;
@@ -52,11 +55,26 @@ void ObjectQueues::push(const std::string& key, json event) {
             break;
         case State::consistency:
             // Our own patch has arrived: the object is consistent with what we wrote.
-            if (version && version == worker.expected_version) process(key);
+            if (version && version == worker.expected_version) {
+                if (worker.expected_is_noop) {
+                    worker.latest.reset();
+                    go_idle(key);
+                } else {
+                    process(key);
+                }
+            } else {
+                // Someone else's change came first: our patch's event will carry it too.
+                worker.expected_is_noop = false;
+            }
             break;
         case State::busy:
-        case State::waiting_for_slot:
+            if (worker.seen_versions.size() < kSeenVersionsKept)
+                worker.seen_versions.push_back(version.value_or(""));
+            else
+                worker.seen_truncated = true;
             break;  // batched: the worker takes the latest event when it is free
+        case State::waiting_for_slot:
+            break;
     }
 }
 
@@ -65,30 +83,50 @@ void ObjectQueues::process(const std::string& key) {
     worker.state = State::busy;
     ++worker.generation;
     worker.expected_version.reset();
+    worker.expected_is_noop = false;
+    worker.processing_version = resource_version_of(*worker.latest);
+    worker.seen_versions.clear();
+    worker.seen_truncated = false;
     json event = std::move(*worker.latest);
     worker.latest.reset();
     const unsigned long generation = worker.generation;
-    processor_(key, std::move(event), [this, key, generation](std::optional<std::string> version) {
-        executor_.post([this, key, generation, version] {
-            auto it = workers_.find(key);
-            if (it == workers_.end() || it->second.generation != generation) return;
-            on_done(key, version);
-        });
-    });
+    processor_(key, std::move(event),
+               [this, key, generation](std::optional<std::string> version, bool echo_is_noop) {
+                   executor_.post([this, key, generation, version, echo_is_noop] {
+                       auto it = workers_.find(key);
+                       if (it == workers_.end() || it->second.generation != generation) return;
+                       on_done(key, version, echo_is_noop);
+                   });
+               });
 }
 
-void ObjectQueues::on_done(const std::string& key, std::optional<std::string> version) {
+void ObjectQueues::on_done(const std::string& key, std::optional<std::string> version,
+                           bool echo_is_noop) {
     Worker& worker = workers_.at(key);
     if (stopping_) {
         release(key);
         check_finished();
         return;
     }
-    const bool latest_is_consistent =
-        worker.latest && version && resource_version_of(*worker.latest) == version;
-    if (version && !latest_is_consistent) {
+    // Consistent if our patch's version passed by while we were busy (as Kopf, which looks for
+    // it in the batch), even if newer events came after it; or if the patch wrote nothing
+    // (the answer shows the version we processed).
+    const auto& seen = worker.seen_versions;
+    const auto seen_at = version ? std::find(seen.begin(), seen.end(), *version) : seen.end();
+    const bool wrote_nothing = version && version == worker.processing_version;
+    const bool version_seen = wrote_nothing || seen_at != seen.end();
+    // Our own event needs nothing only if it is the only one since: an earlier one is someone
+    // else's change, which the server merged under our patch.
+    if (echo_is_noop && !wrote_nothing && seen.size() == 1 && seen_at == seen.begin()) {
+        worker.latest.reset();
+    }
+    const bool nothing_came = seen.empty() && !worker.seen_truncated;
+    worker.seen_versions.clear();
+    worker.seen_truncated = false;
+    if (version && !version_seen) {
         worker.state = State::consistency;
         worker.expected_version = version;
+        worker.expected_is_noop = echo_is_noop && nothing_came;
         const unsigned long generation = ++worker.generation;
         executor_.post_after(options_.consistency_timeout, [this, key, generation] {
             auto it = workers_.find(key);

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace kopf::runtime {
 
@@ -28,8 +29,11 @@ struct QueueingOptions {
 class ObjectQueues {
   public:
     // Called by the processor when an event is processed: with the resourceVersion of the
-    // object after our own patch (if we patched it), so that the next processing waits for it.
-    using Done = std::function<void(std::optional<std::string> patched_resource_version)>;
+    // object after our own patch (if we patched it), so that the next processing waits for it;
+    // `echo_is_noop` if processing the event of that version would change nothing (it is then
+    // dropped when it arrives, unless newer events came with it).
+    using Done =
+        std::function<void(std::optional<std::string> patched_resource_version, bool echo_is_noop)>;
     using Processor = std::function<void(const std::string& key, json&& event, Done done)>;
 
     ObjectQueues(Executor& executor, QueueingOptions options, Processor processor);
@@ -53,12 +57,16 @@ class ObjectQueues {
         State state = State::waiting_for_slot;
         std::optional<json> latest;  // the batched backlog: only the newest event matters
         std::optional<std::string> expected_version;
-        unsigned long generation = 0;  // invalidates the timers of earlier states
+        bool expected_is_noop = false;                  // the expected version needs no processing
+        std::optional<std::string> processing_version;  // of the event being processed
+        std::vector<std::string> seen_versions;         // of the events that came while busy
+        bool seen_truncated = false;                    // more came than are kept
+        unsigned long generation = 0;                   // invalidates the timers of earlier states
     };
 
     bool has_slot() const;
     void process(const std::string& key);
-    void on_done(const std::string& key, std::optional<std::string> version);
+    void on_done(const std::string& key, std::optional<std::string> version, bool echo_is_noop);
     void go_idle(const std::string& key);
     void release(const std::string& key);
     void check_finished();

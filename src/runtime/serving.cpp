@@ -402,19 +402,26 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
 
     void process(const std::string& key, json&& event, ObjectQueues::Done done) {
         auto self = shared_from_this();
-        kopf::spawn<std::optional<std::string>>(
-            executor, process_task(key, std::move(event)),
-            [self, key, done = std::move(done)](std::exception_ptr error,
-                                                std::optional<std::optional<std::string>> version) {
-                if (error) {
-                    logger("kopf.reactor.processing")
-                        ->error("Processing of {} has failed: {}", key, describe(error));
-                }
-                done(version ? *version : std::nullopt);
-            });
+        kopf::spawn<Processed>(executor, process_task(key, std::move(event)),
+                               [self, key, done = std::move(done)](
+                                   std::exception_ptr error, std::optional<Processed> version) {
+                                   if (error) {
+                                       logger("kopf.reactor.processing")
+                                           ->error("Processing of {} has failed: {}", key,
+                                                   describe(error));
+                                   }
+                                   done(version ? version->resource_version : std::nullopt,
+                                        version && version->echo_is_noop);
+                               });
     }
 
-    Task<std::optional<std::string>> process_task(std::string key, json event) {
+    // What the queue needs to know after one processing of an object.
+    struct Processed {
+        std::optional<std::string> resource_version;  // of our last patch
+        bool echo_is_noop = false;                    // that patch's watch event needs nothing
+    };
+
+    Task<Processed> process_task(std::string key, json event) {
         const std::shared_ptr<ServedKind> kind = objects.at(key).kind;  // alive for the cycle
         const kopf::Resource& public_resource = kind->public_;
         auto& memories = kind->memories;
@@ -426,13 +433,13 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         if (outcome.gone) {
             memories.forget(outcome.body);
             objects.erase(key);
-            co_return std::nullopt;
+            co_return Processed{};
         }
         auto applied =
             co_await reactor::apply_outcome(*this, env, public_resource, memory, outcome);
         if (applied.wakeup_after)
             schedule_touch(key, kind->api, outcome.body, *applied.wakeup_after);
-        co_return applied.resource_version;
+        co_return Processed{applied.resource_version, applied.own_echo_is_noop};
     }
 
     // Kopf's touch-dummy: after a delay with no new events, patch to provoke one.

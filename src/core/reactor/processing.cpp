@@ -37,6 +37,25 @@ std::string uid_of(const json& body) {
            (name && name->is_string() ? name->get<std::string>() : "");
 }
 
+bool has_event_handlers(const ProcessingEnv& env, const Resource& resource) {
+    for (const auto& h : env.registry.watching) {
+        if (h.selector.check(resource)) return true;
+    }
+    return false;
+}
+
+// True if a merge patch changes nothing that cause detection compares: seen as a body, it has
+// an empty essence (status, metadata other than labels and user annotations, Kopf's own
+// annotations and progress records all fall outside it).
+bool patch_keeps_essence(const ProcessingEnv& env, const Resource& resource, const json& merge) {
+    if (!merge.is_object()) return true;
+    const auto& persistence = env.settings.persistence;
+    const auto extra_fields = intents::get_extra_fields(env.registry, resource);
+    json essence = persistence.diffbase_storage->build(merge, extra_fields);
+    essence = persistence.progress_storage->clear(std::move(essence));
+    return essence.is_object() && essence.empty();
+}
+
 Task<void> process_watching_cause(const ProcessingEnv& env, const Resource& resource,
                                   ResourceMemory& memory, const json& raw_event, const json& body,
                                   Patch& patch, Logger& logger) {
@@ -201,8 +220,7 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
     if (!memory.memo) memory.memo = std::make_shared<Memo>();
 
     // Event handlers see every event, before anything else (and the raw event whole).
-    bool has_watching = false;
-    for (const auto& h : env.registry.watching) has_watching |= h.selector.check(resource);
+    const bool has_watching = has_event_handlers(env, resource);
 
     ProcessingOutcome out;
     out.body = has_watching ? raw_event["object"] : std::move(raw_event["object"]);
@@ -343,6 +361,11 @@ Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
     }
 
     auto delay = outcome.delay();
+    result.own_echo_is_noop = result.resource_version && !delay && outcome.patch.fns.empty() &&
+                              memory.remaining_fns.empty() &&
+                              !logger.enabled_for(LogLevel::DEBUG) &&
+                              !has_event_handlers(env, resource) &&
+                              patch_keeps_essence(env, resource, outcome.patch.merge);
     if (delay && patched) {
         logger.debug("Sleeping was skipped because of the patch, {} seconds left.", *delay);
     } else if (delay) {

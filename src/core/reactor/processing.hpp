@@ -121,6 +121,12 @@ struct ApplyResult {
     bool applied = false;  ///< nothing to patch and nothing delayed: the cycle is finished
     std::optional<std::string> resource_version;  ///< of our last successful patch
     std::optional<double> wakeup_after;           ///< sleep this long, then touch() (if no events)
+    /// Processing the watch event of our own last patch would change nothing: the patch touched
+    /// no field of the essence (only status and Kopf's annotations), every handler is done, no
+    /// transformation is pending and no event handler watches the resource. The runtime may
+    /// then let that event pass unprocessed. (Off with debug logging, which would show Kopf's
+    /// line about the unchanged essence.)
+    bool own_echo_is_noop = false;
 };
 
 /// Apply the outcome in Kopf's order: body merge patch, status merge patch, JSON patch.

@@ -93,6 +93,27 @@ TEST_F(HandlingCycle, CreateUpdateFieldChangeAndDeleteEachRunTheirHandlersOncePe
     EXPECT_EQ(calls.count("field_fn/delete"), 0);
 }
 
+TEST_F(HandlingCycle, ASpecPatchedByTheCreateHandlerIsSeenAsAnUpdate) {
+    Calls calls;
+    Registry registry;
+    on::create create_fn(registry, "kopfexamples", {.id = "create_fn"}, [&](Context& ctx) {
+        calls.add("create_fn");
+        ctx.patch.spec()["field"] = "patched";
+    });
+    on::update update_fn(registry, "kopfexamples", {.id = "update_fn"},
+                         [&](Context& ctx) { calls.add("update_fn", ctx.diff.to_json()); });
+    auto operator_ = start_operator(registry);
+
+    create(example("kex-self-patch", {{"field", "value"}}));
+    ASSERT_TRUE(eventually([&] { return calls.count("update_fn") == 1; }));
+    EXPECT_EQ(calls.count("create_fn"), 1);
+    EXPECT_EQ(calls.details("update_fn")[0],
+              json::parse(R"([["change",["spec","field"],"value","patched"]])"));
+    std::this_thread::sleep_for(300ms);  // and nothing more follows
+    EXPECT_EQ(calls.count("update_fn"), 1);
+    EXPECT_EQ(calls.count("create_fn"), 1);
+}
+
 TEST_F(HandlingCycle, SubHandlersRunWithParentChildIdsAndTheirOwnProgress) {
     Calls calls;
     Registry registry;

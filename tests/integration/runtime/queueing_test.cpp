@@ -26,10 +26,10 @@ struct Recorder {
             pending.push_back(std::move(done));
         };
     }
-    void finish(std::optional<std::string> patched = std::nullopt) {
+    void finish(std::optional<std::string> patched = std::nullopt, bool echo_is_noop = false) {
         auto done = std::move(pending.front());
         pending.erase(pending.begin());
-        done(patched);
+        done(patched, echo_is_noop);
     }
 };
 
@@ -101,6 +101,72 @@ TEST(ObjectQueues, AfterOwnPatchWaitsForThePatchedVersion) {
     EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1"}));
     queues.push("uid1", event("MODIFIED", "3"));  // our patch has arrived: go on
     EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"}));
+}
+
+TEST(ObjectQueues, TheEchoOfOurPatchThatNeedsNothingIsNotProcessed) {
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    ObjectQueues queues(executor, {}, recorder.processor());
+    queues.push("uid1", event("ADDED", "1"));
+    recorder.finish("2", true);
+    executor.advance(0);
+    queues.push("uid1", event("MODIFIED", "2"));  // our own patch: nothing to do
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1"}));
+    EXPECT_EQ(queues.busy_workers(), 0u);
+    queues.push("uid1", event("MODIFIED", "3"));  // someone else's change: processed
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"}));
+}
+
+TEST(ObjectQueues, TheEchoThatArrivedBeforeTheAnswerIsNotProcessedEither) {
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    ObjectQueues queues(executor, {}, recorder.processor());
+    queues.push("uid1", event("ADDED", "1"));
+    queues.push("uid1", event("MODIFIED", "2"));  // the watch was faster than the answer
+    recorder.finish("2", true);
+    executor.advance(0);
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1"}));
+    EXPECT_EQ(queues.busy_workers(), 0u);
+}
+
+TEST(ObjectQueues, ChangesBatchedWithTheEchoAreProcessed) {
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    ObjectQueues queues(executor, {}, recorder.processor());
+    queues.push("uid1", event("ADDED", "1"));
+    queues.push("uid1", event("MODIFIED", "2"));  // our patch's echo...
+    queues.push("uid1", event("MODIFIED", "3"));  // ...and someone else's change after it
+    recorder.finish("2", true);
+    executor.advance(0);
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"}));
+}
+
+TEST(ObjectQueues, SomeoneElsesChangeBeforeOurEchoIsProcessedWithIt) {
+    for (const bool while_busy : {true, false}) {
+        kopf::testing::ManualExecutor executor;
+        Recorder recorder;
+        ObjectQueues queues(executor, {}, recorder.processor());
+        queues.push("uid1", event("ADDED", "1"));
+        if (while_busy) queues.push("uid1", event("MODIFIED", "2"));  // e.g. the deletion
+        recorder.finish("3", true);  // our patch, written on top of it
+        executor.advance(0);
+        if (!while_busy) queues.push("uid1", event("MODIFIED", "2"));
+        queues.push("uid1", event("MODIFIED", "3"));  // carries the other change too
+        EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"})) << while_busy;
+    }
+}
+
+TEST(ObjectQueues, APatchThatWroteNothingNeedsNoWaiting) {
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    QueueingOptions options;
+    options.consistency_timeout = 5;
+    ObjectQueues queues(executor, options, recorder.processor());
+    queues.push("uid1", event("ADDED", "1"));
+    recorder.finish("1");  // the answer shows the version we processed: nothing was written
+    executor.advance(0);
+    queues.push("uid1", event("MODIFIED", "2"));
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "2"}));
 }
 
 TEST(ObjectQueues, ConsistencyTimeoutProcessesWhatArrived) {

@@ -91,6 +91,60 @@ TEST(Application, FinishedCyclesAreReportedAsApplied) {
     EXPECT_TRUE(result.applied);
 }
 
+TEST(Application, TheEchoOfAPatchOfStatusAndKopfsAnnotationsNeedsNoProcessing) {
+    Harness h;
+    h.log_level = kopf::LogLevel::INFO;
+    int calls = 0;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn"}, [&calls](kopf::Context&) {
+        ++calls;
+        return json{{"message", "done"}};
+    });
+    RecordingApplier api{h.body};
+    auto out = h.process("ADDED");
+    auto result = apply(h, api, out);
+    ASSERT_EQ(api.requests.size(), 1u);
+    EXPECT_TRUE(result.own_echo_is_noop);
+    // Indeed: processing the patched object finds nothing to do.
+    h.body = api.object;
+    auto echo = h.process();
+    EXPECT_EQ(calls, 1);
+    EXPECT_TRUE(echo.patch.empty());
+    EXPECT_TRUE(echo.delays.empty());
+}
+
+TEST(Application, TheEchoOfAPatchOfTheSpecIsProcessed) {
+    Harness h;
+    h.log_level = kopf::LogLevel::INFO;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn"},
+                     [](kopf::Context& ctx) { ctx.patch.spec()["patched"] = true; });
+    RecordingApplier api{h.body};
+    auto out = h.process("ADDED");
+    EXPECT_FALSE(apply(h, api, out).own_echo_is_noop);
+}
+
+TEST(Application, TheEchoIsProcessedWhileHandlersAreStillDue) {
+    Harness h;
+    h.log_level = kopf::LogLevel::INFO;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn"},
+                     [](kopf::Context&) -> json { throw kopf::TemporaryError("later", 1); });
+    RecordingApplier api{h.body};
+    auto out = h.process("ADDED");
+    EXPECT_FALSE(apply(h, api, out).own_echo_is_noop);
+}
+
+TEST(Application, TheEchoIsProcessedForEventHandlersAndWithDebugLogging) {
+    for (const bool with_event_handler : {true, false}) {
+        Harness h;
+        h.log_level = with_event_handler ? kopf::LogLevel::INFO : kopf::LogLevel::DEBUG;
+        kopf::on::create(h.registry, "kopfexamples", {.id = "fn"}, [](kopf::Context&) {});
+        if (with_event_handler)
+            kopf::on::event(h.registry, "kopfexamples", {.id = "ev"}, [](kopf::Context&) {});
+        RecordingApplier api{h.body};
+        auto out = h.process("ADDED");
+        EXPECT_FALSE(apply(h, api, out).own_echo_is_noop) << with_event_handler;
+    }
+}
+
 TEST(SubHandlerFilters, FilteredOutSubHandlersDoNotRun) {
     Harness h;
     int a = 0, b = 0;

@@ -13,10 +13,14 @@ namespace kopf::testing {
 
 struct RecordingLogger : Logger {
     std::vector<std::pair<LogLevel, std::string>>* lines;
-    explicit RecordingLogger(std::vector<std::pair<LogLevel, std::string>>* l) : lines(l) {}
+    LogLevel minimal;
+    explicit RecordingLogger(std::vector<std::pair<LogLevel, std::string>>* l,
+                             LogLevel minimal_level = LogLevel::DEBUG)
+        : lines(l), minimal(minimal_level) {}
     void log(LogLevel level, std::string_view message) override {
         lines->emplace_back(level, std::string(message));
     }
+    bool enabled_for(LogLevel level) const override { return level >= minimal; }
 };
 
 inline Resource kopfexamples() {
@@ -46,6 +50,7 @@ struct Harness {
     reactor::ResourceMemories memories;
     Memo memobase;
     std::vector<std::pair<LogLevel, std::string>> lines;
+    LogLevel log_level = LogLevel::DEBUG;  // the object loggers' level
     actions::TimePoint clock =
         actions::Clock::from_time_t(1795735298) + std::chrono::microseconds(929772);
     json body = example_body();
@@ -56,7 +61,9 @@ struct Harness {
         reactor::ProcessingEnv e{registry, settings};
         e.lifecycle = lifecycle;
         e.now = [this] { return clock; };
-        e.make_logger = [this](const json&) { return std::make_shared<RecordingLogger>(&lines); };
+        e.make_logger = [this](const json&) {
+            return std::make_shared<RecordingLogger>(&lines, log_level);
+        };
         return e;
     }
 
