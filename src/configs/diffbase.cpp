@@ -39,7 +39,6 @@ std::string dump_essence(const json& essence) {
         }
         inner += '}';
         if (!first) out += ',';
-        first = false;
         out += "\"metadata\":";
         out += inner;
     }
