@@ -16,6 +16,7 @@
 #include <boost/url/parse.hpp>
 #include <deque>
 #include <map>
+#include <tuple>
 
 namespace kopf::clients {
 
@@ -71,7 +72,13 @@ bool is_ip_address(const std::string& host) {
     return !ec;
 }
 
-// Everything that makes a TLS session differ: connections are pooled per identity.
+// Everything that makes a TLS session differ: connections are pooled per identity (the key
+// below names these fields).
+auto identity_fields(const ConnectionInfo& c) {
+    return std::tie(c.server, c.ca_path, c.ca_data, c.insecure, c.certificate_path,
+                    c.certificate_data, c.private_key_path, c.private_key_data);
+}
+
 std::string identity_of(const ConnectionInfo& c) {
     auto opt = [](const std::optional<std::string>& v) { return v ? "1" + *v : std::string("0"); };
     return fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", c.server, opt(c.ca_path),
@@ -194,17 +201,10 @@ auto to_steady(Duration duration) {
 
 // What a request needs from its credentials, worked out once per distinct credentials.
 struct Destination {
-    ConnectionInfo identity;  // only the fields identity_of() uses
+    ConnectionInfo credentials;  // compared by identity_fields() only
     Endpoint endpoint;
     std::string key;  // identity_of(): the pool and TLS context key
 };
-
-bool same_identity(const ConnectionInfo& a, const ConnectionInfo& b) {
-    return a.server == b.server && a.insecure == b.insecure && a.ca_path == b.ca_path &&
-           a.ca_data == b.ca_data && a.certificate_path == b.certificate_path &&
-           a.certificate_data == b.certificate_data && a.private_key_path == b.private_key_path &&
-           a.private_key_data == b.private_key_data;
-}
 
 struct Transport::Impl {
     asio::any_io_executor executor;
@@ -216,19 +216,10 @@ struct Transport::Impl {
     std::shared_ptr<const Destination> last_destination;
 
     std::shared_ptr<const Destination> destination_of(const ConnectionInfo& credentials) {
-        if (!last_destination || !same_identity(last_destination->identity, credentials)) {
-            auto fresh = std::make_shared<Destination>();
-            fresh->endpoint = parse_server(credentials.server);
-            fresh->key = identity_of(credentials);
-            fresh->identity.server = credentials.server;
-            fresh->identity.insecure = credentials.insecure;
-            fresh->identity.ca_path = credentials.ca_path;
-            fresh->identity.ca_data = credentials.ca_data;
-            fresh->identity.certificate_path = credentials.certificate_path;
-            fresh->identity.certificate_data = credentials.certificate_data;
-            fresh->identity.private_key_path = credentials.private_key_path;
-            fresh->identity.private_key_data = credentials.private_key_data;
-            last_destination = std::move(fresh);
+        if (!last_destination ||
+            identity_fields(last_destination->credentials) != identity_fields(credentials)) {
+            last_destination = std::make_shared<Destination>(Destination{
+                credentials, parse_server(credentials.server), identity_of(credentials)});
         }
         return last_destination;
     }
