@@ -28,6 +28,14 @@ using structs::VaultItem;
 
 namespace {
 
+// A MODIFIED event's line, told by its top-level type key, which Kubernetes writes first
+// and a server with sorted keys writes last ("object" < "type").
+bool is_modified_event(std::string_view line) {
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r' || line.back() == ' '))
+        line.remove_suffix(1);
+    return line.starts_with(R"({"type":"MODIFIED",)") || line.ends_with(R"(,"type":"MODIFIED"})");
+}
+
 // Carries an exception thrown by the caller's event callback through the watch loop untouched.
 struct CallbackFailure {
     std::exception_ptr error;
@@ -495,7 +503,8 @@ Awaitable<std::vector<Resource>> ApiClient::discover() {
 Awaitable<void> ApiClient::watch_objs(Resource resource, std::string namespace_,
                                       WatchSettings settings, ListOptions options,
                                       std::function<void(WatchEvent&&)> on_event, StopSignal* stop,
-                                      std::function<void()> on_listed) {
+                                      std::function<void()> on_listed,
+                                      std::function<bool(const std::string&)> drop_unparsed) {
     std::string name = resource.to_string();
     if (!namespace_.empty()) name += " in " + namespace_;
     std::optional<std::string> resource_version;  // where to resume; none: (re)list first
@@ -550,6 +559,15 @@ Awaitable<void> ApiClient::watch_objs(Resource resource, std::string namespace_,
             }
             LineSplitter lines;
             auto on_line = [&](std::string_view line) {
+                if (drop_unparsed && is_modified_event(line)) {
+                    if (const auto version = sole_resource_version(line)) {
+                        std::string text(*version);
+                        if (drop_unparsed(text)) {
+                            resource_version = std::move(text);
+                            return;
+                        }
+                    }
+                }
                 auto event = parse_json_or_discarded(line);
                 if (event.is_discarded() || !event.is_object() || !event.contains("object")) {
                     throw WatchingError(fmt::format("Malformed line in the watch stream of {}: {}",

@@ -129,10 +129,14 @@ class ApiClient {
     // reconnects after `inactivity_timeout` of silence, restarts on a malformed line. Every
     // end of a stream is logged. `on_listed` runs after each complete (re)listing.
     // Exceptions from `on_event` propagate (the watch ends).
+    // `drop_unparsed`, if given, is asked about each MODIFIED event whose line names its
+    // resourceVersion once (see json_codec's sole_resource_version) before the line is parsed;
+    // if it answers true, the event is dropped unparsed (the watch still resumes after it).
     Awaitable<void> watch_objs(structs::Resource resource, std::string namespace_,
                                WatchSettings settings, ListOptions options,
                                std::function<void(WatchEvent&&)> on_event, StopSignal* stop,
-                               std::function<void()> on_listed = {});
+                               std::function<void()> on_listed = {},
+                               std::function<bool(const std::string&)> drop_unparsed = {});
 
     // Cancellable pause on the client's loop (returns early on stop).
     Awaitable<void> sleep(Seconds duration, StopSignal* stop = nullptr);

@@ -301,7 +301,33 @@ class ResourceVersionFinder {
 
 }  // namespace
 
+std::optional<std::string_view> sole_resource_version(std::string_view text) noexcept {
+    constexpr std::string_view kKey = "\"resourceVersion\"";
+    std::optional<std::string_view> found;
+    for (auto at = text.find(kKey); at != std::string_view::npos; at = text.find(kKey, at + 1)) {
+        // A quote after an odd number of backslashes is inside a string: not a key.
+        std::size_t backslashes = 0;
+        while (backslashes < at && text[at - 1 - backslashes] == '\\') ++backslashes;
+        if (backslashes % 2 == 1) continue;
+        // An unescaped quote opens or closes a string; followed by a colon, it is a key.
+        std::size_t next = at + kKey.size();
+        while (next < text.size() && is_json_space(text[next])) ++next;
+        if (next == text.size() || text[next] != ':') continue;
+        if (found) return std::nullopt;  // named twice: which one is metadata's is for a parser
+        do ++next;
+        while (next < text.size() && is_json_space(text[next]));
+        if (next == text.size() || text[next] != '"') return std::nullopt;
+        const std::size_t end = text.find('"', next + 1);
+        if (end == std::string_view::npos) return std::nullopt;
+        const std::string_view value = text.substr(next + 1, end - next - 1);
+        if (value.find('\\') != std::string_view::npos) return std::nullopt;
+        found = value;
+    }
+    return found;
+}
+
 std::optional<std::string> find_resource_version(std::string_view text) noexcept {
+    if (const auto sole = sole_resource_version(text)) return std::string(*sole);
     try {
         bj::parse_options options;
         options.max_depth = 100000;

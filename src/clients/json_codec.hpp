@@ -21,6 +21,12 @@ json parse_json_or_discarded(std::string_view text) noexcept;
 /// building nothing; nullopt if absent or if the text is malformed before it.
 std::optional<std::string> find_resource_version(std::string_view text) noexcept;
 
+/// The value of the only "resourceVersion" key in a JSON text (a view into it), found by a
+/// search instead of a parse; nullopt if no key or several keys have that name, or the value
+/// is not a plain string. In an object served by an API server, the only such key is
+/// metadata.resourceVersion: the text is assumed to be valid JSON and is not validated.
+std::optional<std::string_view> sole_resource_version(std::string_view text) noexcept;
+
 /// Exactly json.dump() (compact, UTF-8 as is, strict about invalid UTF-8), faster.
 std::string dump_json(const json& value);
 

@@ -54,6 +54,7 @@ void ObjectQueues::push(const std::string& key, json event) {
             process(key);
             break;
         case State::consistency:
+            forget_noop_echo(worker);
             // Our own patch has arrived: the object is consistent with what we wrote.
             if (version && version == worker.expected_version) {
                 if (worker.expected_is_noop) {
@@ -127,10 +128,12 @@ void ObjectQueues::on_done(const std::string& key, std::optional<std::string> ve
         worker.state = State::consistency;
         worker.expected_version = version;
         worker.expected_is_noop = echo_is_noop && nothing_came;
+        if (worker.expected_is_noop) noop_echoes_[*version] = key;
         const unsigned long generation = ++worker.generation;
         executor_.post_after(options_.consistency_timeout, [this, key, generation] {
             auto it = workers_.find(key);
             if (it == workers_.end() || it->second.generation != generation) return;
+            forget_noop_echo(it->second);
             // The patched version never arrived: go on with what we have.
             if (it->second.latest)
                 process(key);
@@ -145,6 +148,26 @@ void ObjectQueues::on_done(const std::string& key, std::optional<std::string> ve
         go_idle(key);
 }
 
+std::optional<std::string> ObjectQueues::drop_echo(const std::string& version) {
+    const auto echo = noop_echoes_.find(version);
+    if (echo == noop_echoes_.end()) return std::nullopt;
+    std::string key = std::move(echo->second);
+    noop_echoes_.erase(echo);
+    const auto it = workers_.find(key);
+    if (stopping_ || it == workers_.end()) return std::nullopt;
+    const Worker& worker = it->second;
+    if (worker.state != State::consistency || !worker.expected_is_noop ||
+        worker.expected_version != version)
+        return std::nullopt;
+    go_idle(key);
+    return key;
+}
+
+void ObjectQueues::forget_noop_echo(const Worker& worker) {
+    if (worker.expected_is_noop && worker.expected_version)
+        noop_echoes_.erase(*worker.expected_version);
+}
+
 void ObjectQueues::go_idle(const std::string& key) {
     Worker& worker = workers_.at(key);
     worker.state = State::idle;
@@ -157,7 +180,10 @@ void ObjectQueues::go_idle(const std::string& key) {
 }
 
 void ObjectQueues::release(const std::string& key) {
-    workers_.erase(key);
+    if (const auto it = workers_.find(key); it != workers_.end()) {
+        if (it->second.state == State::consistency) forget_noop_echo(it->second);
+        workers_.erase(it);
+    }
     if (running_ > 0) --running_;
     while (!stopping_ && !waiting_.empty() && has_slot()) {
         const std::string next = waiting_.front();
@@ -172,6 +198,7 @@ void ObjectQueues::shutdown(std::function<void()> finished) {
     stopping_ = true;
     finished_ = std::move(finished);
     waiting_.clear();
+    noop_echoes_.clear();
     for (auto it = workers_.begin(); it != workers_.end();) {
         if (it->second.state == State::busy) {
             ++it;

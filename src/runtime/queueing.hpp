@@ -43,6 +43,10 @@ class ObjectQueues {
     // A watch event ({"type": ..., "object": {...}}) for the object identified by `key`.
     void push(const std::string& key, json event);
 
+    // Drops the event of our own patch of this resourceVersion if it is awaited and would
+    // change nothing (see Done), without it ever being parsed; returns the key of its object,
+    // or nullopt if the event must be pushed as usual.
+    std::optional<std::string> drop_echo(const std::string& version);
     // Stops accepting events; calls `finished` once every worker is done, or after exit_timeout
     // (then the still-busy workers' results are ignored).
     void shutdown(std::function<void()> finished);
@@ -68,6 +72,7 @@ class ObjectQueues {
     void process(const std::string& key);
     void on_done(const std::string& key, std::optional<std::string> version, bool echo_is_noop);
     void go_idle(const std::string& key);
+    void forget_noop_echo(const Worker& worker);
     void release(const std::string& key);
     void check_finished();
 
@@ -75,6 +80,8 @@ class ObjectQueues {
     QueueingOptions options_;
     Processor processor_;
     std::unordered_map<std::string, Worker> workers_;
+    // resourceVersion -> key of the workers whose awaited event needs no processing.
+    std::unordered_map<std::string, std::string> noop_echoes_;
     std::deque<std::string> waiting_;  // keys waiting for a worker slot, in arrival order
     std::size_t running_ = 0;          // workers holding a slot
     bool stopping_ = false;

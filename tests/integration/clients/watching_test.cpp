@@ -39,13 +39,14 @@ struct Recorder {
 class Watching : public ClientTest {
   protected:
     void start_watch(ApiClient& api, Recorder& recorder, const std::string& ns = "default",
-                     WatchSettings settings = {}) {
+                     WatchSettings settings = {},
+                     std::function<bool(const std::string&)> drop_unparsed = {}) {
         asio::co_spawn(
             io,
             api.watch_objs(
                 configmaps(), ns, settings, {},
                 [&recorder](WatchEvent&& event) { recorder.events.push_back(std::move(event)); },
-                &recorder.stop, [&recorder] { ++recorder.listings; }),
+                &recorder.stop, [&recorder] { ++recorder.listings; }, std::move(drop_unparsed)),
             [&recorder](std::exception_ptr failure) {
                 recorder.failure = failure;
                 recorder.finished = true;
@@ -82,6 +83,45 @@ TEST_F(Watching, ListedObjectsAreFlaggedThenEventsFollow) {
     EXPECT_TRUE(drive([&] { return recorder.saw("DELETED", "cm-new"); }));
     EXPECT_TRUE(recorder.saw("ADDED", "cm-new"));
     EXPECT_TRUE(recorder.saw("MODIFIED", "cm-new"));
+    finish(recorder);
+}
+
+TEST_F(Watching, ModifiedEventsAreDroppedUnparsedWhenTheirVersionIsRefused) {
+    auto api = make_client(admin());
+    Recorder recorder;
+    std::vector<std::string> asked;
+    bool refuse = false;
+    start_watch(*api, recorder, "default", {}, [&](const std::string& version) {
+        asked.push_back(version);
+        return refuse;
+    });
+    ASSERT_TRUE(drive([&] { return recorder.listings == 1; }));
+    run(api->create(configmaps(), "default", configmap("cm-echo")));
+    auto patch = [&](const char* value) {
+        const json patched = run(api->patch(configmaps(), "default", "cm-echo", PatchType::Merge,
+                                            {{"data", {{"k", value}}}}));
+        return patched["metadata"]["resourceVersion"].get<std::string>();
+    };
+    const std::string kept = patch("1");
+    ASSERT_TRUE(drive([&] { return asked.size() == 1; }));
+    refuse = true;
+    const std::string dropped = patch("2");
+    ASSERT_TRUE(drive([&] { return asked.size() == 2; }));
+    // Asked only about MODIFIED events, with each event's own version.
+    EXPECT_EQ(asked, (std::vector<std::string>{kept, dropped}));
+
+    // The dropped event is seen: a resumed stream starts after it, so it never comes again.
+    refuse = false;
+    server->drop_watches();
+    warm_up(*api, {&recorder}, "cm-after-drop");
+    EXPECT_EQ(asked, (std::vector<std::string>{kept, dropped}));
+    EXPECT_EQ(recorder.listings, 1);
+    std::vector<std::string> delivered;
+    for (const auto& e : recorder.events) {
+        if (e.type == "MODIFIED")
+            delivered.push_back(e.object["metadata"]["resourceVersion"].get<std::string>());
+    }
+    EXPECT_EQ(delivered, (std::vector<std::string>{kept}));
     finish(recorder);
 }
 

@@ -117,6 +117,38 @@ TEST(ObjectQueues, TheEchoOfOurPatchThatNeedsNothingIsNotProcessed) {
     EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"}));
 }
 
+TEST(ObjectQueues, TheEchoThatNeedsNothingIsRecognisedByItsVersionAlone) {
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    ObjectQueues queues(executor, {}, recorder.processor());
+    queues.push("uid1", event("ADDED", "1"));
+    EXPECT_EQ(queues.drop_echo("2"), std::nullopt);  // not answered yet: pushed as usual
+    recorder.finish("2", true);
+    executor.advance(0);
+    EXPECT_EQ(queues.drop_echo("7"), std::nullopt);  // not ours
+    EXPECT_EQ(queues.drop_echo("2"), "uid1");
+    EXPECT_EQ(queues.drop_echo("2"), std::nullopt);  // dropped once
+    EXPECT_EQ(queues.busy_workers(), 0u);
+    queues.push("uid1", event("MODIFIED", "3"));  // the worker is idle, not waiting
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"}));
+}
+
+TEST(ObjectQueues, AnEchoThatNeedsProcessingIsNeverDroppedByItsVersion) {
+    for (const std::string next : {"", "foreign change", "timeout"}) {
+        kopf::testing::ManualExecutor executor;
+        Recorder recorder;
+        QueueingOptions options;
+        options.consistency_timeout = 5;
+        ObjectQueues queues(executor, options, recorder.processor());
+        queues.push("uid1", event("ADDED", "1"));
+        recorder.finish("2", next != "");  // "": the echo would change something
+        executor.advance(0);
+        if (next == "foreign change") queues.push("uid1", event("MODIFIED", "x"));
+        if (next == "timeout") executor.advance(6);
+        EXPECT_EQ(queues.drop_echo("2"), std::nullopt) << next;
+    }
+}
+
 TEST(ObjectQueues, TheEchoThatArrivedBeforeTheAnswerIsNotProcessedEither) {
     kopf::testing::ManualExecutor executor;
     Recorder recorder;

@@ -169,3 +169,30 @@ TEST(JsonCodec, FindsTheResourceVersionOfAnObjectWithoutParsingTheRest) {
     EXPECT_EQ(find_resource_version("not json"), std::nullopt);
     EXPECT_EQ(find_resource_version(""), std::nullopt);
 }
+
+TEST(JsonCodec, FindsTheOnlyResourceVersionKeyBySearchingAndGivesUpOnAnyDoubt) {
+    using kopf::clients::sole_resource_version;
+    // Kopf's diff-base annotation holds JSON in a string: its escaped keys are not keys.
+    const std::string watch_line =
+        R"({"object":{"metadata":{"annotations":{"last-handled":"{\"resourceVersion\":\"1\"}"},)"
+        R"("name":"a","resourceVersion" : "1234"},"spec":{"note":"resourceVersion"}},)"
+        R"("type":"MODIFIED"})";
+    EXPECT_EQ(sole_resource_version(watch_line), "1234");
+    // An escaped backslash, then an escaped quote: still inside the string.
+    EXPECT_EQ(
+        sole_resource_version(R"({"a":"x\\\"resourceVersion\":\"8\"","resourceVersion":"9"})"),
+        "9");
+    // Named twice (a nested key of the same name): only a parser can tell which is metadata's.
+    EXPECT_EQ(sole_resource_version(
+                  R"({"metadata":{"resourceVersion":"1"},"spec":{"resourceVersion":"2"}})"),
+              std::nullopt);
+    EXPECT_EQ(sole_resource_version(R"({"metadata":{"resourceVersion":5}})"), std::nullopt);
+    EXPECT_EQ(sole_resource_version(R"({"metadata":{"resourceVersion":"a\"b"}})"), std::nullopt);
+    EXPECT_EQ(sole_resource_version(R"({"metadata":{"resourceVersion":"12)"), std::nullopt);
+    EXPECT_EQ(sole_resource_version(R"({"metadata":{"name":"resourceVersion"}})"), std::nullopt);
+    EXPECT_EQ(sole_resource_version(""), std::nullopt);
+    // When the search gives up, the parser still finds metadata's own.
+    EXPECT_EQ(kopf::clients::find_resource_version(
+                  R"({"metadata":{"resourceVersion":"1"},"spec":{"resourceVersion":"2"}})"),
+              "1");
+}
