@@ -29,9 +29,17 @@ class StorageKeyConvention {
     const std::string& prefix() const { return prefix_; }
 
   protected:
+    /// As make_keys(), built once per key: storages look their keys up several times per
+    /// processed event, and building them was a sixth of the allocations per handled object.
+    const std::vector<std::string>& cached_keys(const std::string& key,
+                                                const json* body = nullptr) const;
     void store_marker(const json& body, Patch& patch) const;
     std::string prefix_;
     bool v1_;
+
+  private:
+    struct KeyCache;
+    std::shared_ptr<KeyCache> key_cache_;
 };
 
 /// Per-handler progress records ("started", "retries", ...).

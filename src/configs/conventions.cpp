@@ -1,7 +1,9 @@
 // Annotation key conventions of Kopf (configs/conventions.py): safe keys, V1 and V2 shapes,
 // the blake2b suffix for long keys, and the kopf-managed marker for foreign prefixes.
 #include <kopf/storage.hpp>
+#include <mutex>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "configs/blake2b.hpp"
 #include "structs/dicts.hpp"
@@ -38,11 +40,57 @@ std::string base64_dash_dot(const std::vector<std::uint8_t>& bytes) {
     }
     return out;
 }
+
+// Kopf's collision evasion: ReplicaSets owned by Deployments share the annotations' names,
+// so their keys are marked.
+constexpr const char* kReplicaSetMark = "-ofDRS";
+
+bool is_owned_replicaset(const json* body) {
+    const json* kind = body && body->is_object() ? dicts::resolve(*body, {"kind"}) : nullptr;
+    if (!kind || !kind->is_string() || kind->get_ref<const std::string&>() != "ReplicaSet")
+        return false;
+    const json* owners = dicts::resolve(*body, {"metadata", "ownerReferences"});
+    if (!owners || !owners->is_array()) return false;
+    for (const auto& owner : *owners) {
+        if (owner.is_object() && owner.value("kind", "") == "Deployment") return true;
+    }
+    return false;
+}
 }  // namespace
+
+// Keys already built, by marked key; entries are never removed, so references stay valid.
+// Copies of a convention share it: the keys depend only on the prefix and V1 flag it records.
+struct StorageKeyConvention::KeyCache {
+    std::string prefix;
+    bool v1;
+    std::mutex mutex;
+    std::unordered_map<std::string, std::vector<std::string>> keys;
+};
 
 StorageKeyConvention::StorageKeyConvention(std::string prefix, bool v1)
     : prefix_(std::move(prefix)), v1_(v1) {
     if (prefix_.empty()) throw std::invalid_argument("Annotations storages must be prefixed.");
+    key_cache_ = std::make_shared<KeyCache>();
+    key_cache_->prefix = prefix_;
+    key_cache_->v1 = v1_;
+}
+
+const std::vector<std::string>& StorageKeyConvention::cached_keys(const std::string& key,
+                                                                  const json* body) const {
+    if (key_cache_->prefix != prefix_ || key_cache_->v1 != v1_) {
+        thread_local std::vector<std::string> changed;  // a subclass changed the prefix
+        changed = make_keys(key, body);
+        return changed;
+    }
+    const bool marked = is_owned_replicaset(body);
+    std::lock_guard lock(key_cache_->mutex);
+    auto found = key_cache_->keys.find(marked ? key + kReplicaSetMark : key);
+    if (found == key_cache_->keys.end()) {
+        found = key_cache_->keys
+                    .emplace(marked ? key + kReplicaSetMark : key, make_keys(key, body))
+                    .first;
+    }
+    return found->second;
 }
 
 std::string StorageKeyConvention::make_safe_key(const std::string& key) {
@@ -96,20 +144,7 @@ std::string StorageKeyConvention::make_v2_key(const std::string& key) const {
 
 std::vector<std::string> StorageKeyConvention::make_keys(const std::string& key,
                                                          const json* body) const {
-    std::string marked = key;
-    // Kopf's collision evasion: ReplicaSets owned by Deployments share the annotations' names.
-    const json* kind = body && body->is_object() ? dicts::resolve(*body, {"kind"}) : nullptr;
-    if (kind && kind->is_string() && kind->get_ref<const std::string&>() == "ReplicaSet") {
-        const json* owners = dicts::resolve(*body, {"metadata", "ownerReferences"});
-        if (owners && owners->is_array()) {
-            for (const auto& o : *owners) {
-                if (o.value("kind", "") == "Deployment") {
-                    marked += "-ofDRS";
-                    break;
-                }
-            }
-        }
-    }
+    const std::string marked = is_owned_replicaset(body) ? key + kReplicaSetMark : key;
     std::vector<std::string> keys;
     keys.reserve(2);
     keys.push_back(make_v2_key(marked));

@@ -101,7 +101,7 @@ AnnotationsDiffBaseStorage::AnnotationsDiffBaseStorage(std::string prefix, std::
     : StorageKeyConvention(std::move(prefix), v1), key_(std::move(key)) {}
 
 bool AnnotationsDiffBaseStorage::is_own_annotation(const std::string& key) const {
-    for (const auto& k : make_keys(key_)) {
+    for (const auto& k : cached_keys(key_)) {
         if (k == key) return true;
     }
     return false;
@@ -113,7 +113,7 @@ json AnnotationsDiffBaseStorage::build(
 }
 
 std::optional<json> AnnotationsDiffBaseStorage::fetch(const json& body) const {
-    for (const auto& full_key : make_keys(key_, &body)) {
+    for (const auto& full_key : cached_keys(key_, &body)) {
         const json* encoded = dicts::resolve(body, {"metadata", "annotations", full_key});
         if (encoded && encoded->is_string()) {
             auto decoded = clients::parse_json_or_discarded(encoded->get<std::string>());
@@ -125,7 +125,7 @@ std::optional<json> AnnotationsDiffBaseStorage::fetch(const json& body) const {
 
 void AnnotationsDiffBaseStorage::store(const json& body, Patch& patch, const json& essence) const {
     std::string encoded = dump_essence(essence) + "\n";  // a trailing newline, as Kopf writes it
-    for (const auto& full_key : make_keys(key_, &body)) {
+    for (const auto& full_key : cached_keys(key_, &body)) {
         patch.merge["metadata"]["annotations"][full_key] = encoded;
     }
     store_marker(body, patch);

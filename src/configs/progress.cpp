@@ -29,7 +29,7 @@ AnnotationsProgressStorage::AnnotationsProgressStorage(std::string prefix, bool 
 
 std::optional<json> AnnotationsProgressStorage::fetch(const std::string& key,
                                                       const json& body) const {
-    for (const auto& full_key : make_keys(key, &body)) {
+    for (const auto& full_key : cached_keys(key, &body)) {
         const json* encoded = dicts::resolve(body, {"metadata", "annotations", full_key});
         if (encoded && encoded->is_string()) {
             auto decoded = json::parse(encoded->get<std::string>(), nullptr, false);
@@ -51,7 +51,7 @@ void AnnotationsProgressStorage::store(const std::string& key, const json& recor
         decoded[field] = *it;
     }
     std::string encoded = decoded.dump();
-    for (const auto& full_key : make_keys(key, &body)) {
+    for (const auto& full_key : cached_keys(key, &body)) {
         patch.merge["metadata"]["annotations"][full_key] = encoded;
     }
     store_marker(body, patch);
@@ -59,11 +59,15 @@ void AnnotationsProgressStorage::store(const std::string& key, const json& recor
 
 void AnnotationsProgressStorage::purge(const std::string& key, const json& body,
                                        Patch& patch) const {
-    for (const auto& full_key : make_keys(key, &body)) {
-        dicts::FieldPath path{"metadata", "annotations", full_key};
-        if (dicts::resolve(body, path)) {
+    for (const auto& full_key : cached_keys(key, &body)) {
+        // Mostly there is nothing to purge: no path is built for that.
+        const bool in_body = dicts::resolve(body, {"metadata", "annotations", full_key});
+        if (!in_body && !dicts::resolve(patch.merge, {"metadata", "annotations", full_key}))
+            continue;
+        const dicts::FieldPath path{"metadata", "annotations", full_key};
+        if (in_body) {
             dicts::ensure(patch.merge, path, nullptr);
-        } else if (dicts::resolve(patch.merge, path)) {
+        } else {
             dicts::remove(patch.merge, path);
         }
     }
@@ -71,7 +75,7 @@ void AnnotationsProgressStorage::purge(const std::string& key, const json& body,
 
 void AnnotationsProgressStorage::touch(const json& body, Patch& patch,
                                        const std::optional<std::string>& value) const {
-    for (const auto& full_key : make_keys(touch_key_, &body)) {
+    for (const auto& full_key : cached_keys(touch_key_, &body)) {
         dicts::FieldPath path{"metadata", "annotations", full_key};
         const json* current = dicts::resolve(body, path);
         json wanted = value ? json(*value) : json();

@@ -97,6 +97,30 @@ TEST(StorageKeys, ReplicaSetsOwnedByDeploymentsGetACollisionMark) {
               std::vector<std::string>{"kopf.zalando.org/fn-ofDRS"});
 }
 
+TEST(StorageKeys, StoragesUseTheMarkedKeysOnlyForDeploymentsReplicaSets) {
+    // Keys are built once per storage: a marked body and a plain one must not share them.
+    const kopf::AnnotationsProgressStorage storage("kopf.zalando.org", false, "touch-dummy", false);
+    const kopf::json replicaset = {
+        {"kind", "ReplicaSet"}, {"metadata", {{"ownerReferences", {{{"kind", "Deployment"}}}}}}};
+    const kopf::json plain = {{"kind", "Pod"}, {"metadata", kopf::json::object()}};
+    for (int round = 0; round < 2; ++round) {
+        kopf::Patch marked, unmarked;
+        storage.store("fn", {{"started", "now"}}, replicaset, marked);
+        storage.store("fn", {{"started", "now"}}, plain, unmarked);
+        const auto& marked_keys = marked.merge["metadata"]["annotations"];
+        const auto& plain_keys = unmarked.merge["metadata"]["annotations"];
+        EXPECT_TRUE(marked_keys.contains("kopf.zalando.org/fn-ofDRS")) << marked_keys.dump();
+        EXPECT_FALSE(marked_keys.contains("kopf.zalando.org/fn"));
+        EXPECT_TRUE(plain_keys.contains("kopf.zalando.org/fn")) << plain_keys.dump();
+        EXPECT_FALSE(plain_keys.contains("kopf.zalando.org/fn-ofDRS"));
+    }
+    // A copy of the storage finds the same keys.
+    const kopf::AnnotationsProgressStorage copy = storage;
+    kopf::Patch copied;
+    copy.store("fn", {{"started", "now"}}, replicaset, copied);
+    EXPECT_TRUE(copied.merge["metadata"]["annotations"].contains("kopf.zalando.org/fn-ofDRS"));
+}
+
 TEST(StorageKeys, EmptyPrefixIsRejected) {
     EXPECT_THROW(kopf::StorageKeyConvention("", true), std::invalid_argument);
 }
