@@ -4,12 +4,14 @@
 #include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
@@ -192,6 +194,35 @@ http::request<http::string_body> build_request(const Endpoint& endpoint, const H
     return request;
 }
 
+// The request line and headers of a request with a body in memory, as build_request() and
+// Beast's serializer would write them. Writing them with the body in one gather-write costs a
+// fraction of Beast's serializer, which showed as a tenth of an operator's CPU per patch.
+std::string request_head(const Endpoint& endpoint, const HttpRequest& r) {
+    if (http::string_to_verb(r.method) == http::verb::unknown)
+        throw std::invalid_argument("Unknown HTTP method: " + r.method);
+    const auto add = [](std::string& out, std::string_view name, std::string_view value) {
+        if (value.find_first_of("\r\n") != std::string_view::npos)
+            throw std::invalid_argument(fmt::format("A line break in the {} header", name));
+        out.append(name).append(": ").append(value).append("\r\n");
+    };
+    std::string head;
+    head.reserve(256 + r.target.size() + r.authorization.size());
+    const std::string target = endpoint.prefix + r.target;
+    if (target.find_first_of(" \r\n") != std::string::npos)
+        throw std::invalid_argument("A space or line break in the request target: " + target);
+    head.append(r.method).append(" ").append(target).append(" HTTP/1.1\r\n");
+    add(head, "Host", host_header(endpoint));
+    add(head, "User-Agent", user_agent());
+    add(head, "Accept", r.accept);
+    if (!r.authorization.empty()) add(head, "Authorization", r.authorization);
+    if (!r.content_type.empty()) add(head, "Content-Type", r.content_type);
+    const bool may_have_body = r.method == "POST" || r.method == "PUT" || r.method == "PATCH";
+    if (!r.body.empty() || may_have_body)
+        add(head, "Content-Length", std::to_string(r.body.size()));
+    head.append("\r\n");
+    return head;
+}
+
 template <class Duration>
 auto to_steady(Duration duration) {
     return std::chrono::duration_cast<std::chrono::steady_clock::duration>(duration);
@@ -299,9 +330,12 @@ struct Transport::Impl {
     }
 
     template <class Stream>
-    static asio::awaitable<std::pair<HttpResponse, bool>> exchange(
-        Stream& stream, Connection& connection, http::request<http::string_body>& request) {
-        co_await http::async_write(stream, request, use_awaitable);
+    static asio::awaitable<std::pair<HttpResponse, bool>> exchange(Stream& stream,
+                                                                   Connection& connection,
+                                                                   const std::string& head,
+                                                                   const std::string& body) {
+        const std::array<asio::const_buffer, 2> request{asio::buffer(head), asio::buffer(body)};
+        co_await asio::async_write(stream, request, use_awaitable);
         http::response_parser<http::string_body> parser;
         parser.body_limit(boost::none);
         co_await http::async_read(stream, connection.buffer, parser, use_awaitable);
@@ -341,7 +375,7 @@ asio::awaitable<HttpResponse> Transport::request(const ConnectionInfo& credentia
     co_await impl_->acquire_slot(pool);
     std::shared_ptr<Connection> keep;
     try {
-        auto request = build_request(endpoint, r);
+        const std::string head = request_head(endpoint, r);
         for (int attempt = 0;; ++attempt) {
             std::shared_ptr<Connection> connection;
             if (!pool.idle.empty()) {
@@ -354,9 +388,9 @@ asio::awaitable<HttpResponse> Transport::request(const ConnectionInfo& credentia
             try {
                 std::pair<HttpResponse, bool> result;
                 if (connection->tls) {
-                    result = co_await Impl::exchange(*connection->tls, *connection, request);
+                    result = co_await Impl::exchange(*connection->tls, *connection, head, r.body);
                 } else {
-                    result = co_await Impl::exchange(*connection->plain, *connection, request);
+                    result = co_await Impl::exchange(*connection->plain, *connection, head, r.body);
                 }
                 connection->tcp().expires_never();
                 if (result.second)

@@ -86,8 +86,7 @@ const std::vector<std::string>& StorageKeyConvention::cached_keys(const std::str
     std::lock_guard lock(key_cache_->mutex);
     auto found = key_cache_->keys.find(marked ? key + kReplicaSetMark : key);
     if (found == key_cache_->keys.end()) {
-        found = key_cache_->keys
-                    .emplace(marked ? key + kReplicaSetMark : key, make_keys(key, body))
+        found = key_cache_->keys.emplace(marked ? key + kReplicaSetMark : key, make_keys(key, body))
                     .first;
     }
     return found->second;

@@ -19,6 +19,20 @@ TEST_F(Operations, CreateThenGetReturnsTheObject) {
     EXPECT_FALSE(fetched["metadata"]["uid"].get<std::string>().empty());
 }
 
+TEST_F(Operations, ALineBreakInAHeaderValueIsRefusedBeforeAnythingIsSent) {
+    auto info = admin();
+    info.token = *info.token + "\r\nX-Injected: yes";
+    auto api = make_client(info);
+    try {
+        run(api->create(configmaps(), "default", configmap("cm-injected")));
+        FAIL() << "the request was sent";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("Authorization"), std::string::npos) << e.what();
+    }
+    auto admin_api = make_client(admin());
+    EXPECT_THROW(run(admin_api->get(configmaps(), "default", "cm-injected")), NotFoundError);
+}
+
 TEST_F(Operations, GetOfMissingObjectRaisesNotFoundWithTheStatus) {
     auto api = make_client(admin());
     try {

@@ -100,8 +100,8 @@ TEST(StorageKeys, ReplicaSetsOwnedByDeploymentsGetACollisionMark) {
 TEST(StorageKeys, StoragesUseTheMarkedKeysOnlyForDeploymentsReplicaSets) {
     // Keys are built once per storage: a marked body and a plain one must not share them.
     const kopf::AnnotationsProgressStorage storage("kopf.zalando.org", false, "touch-dummy", false);
-    const kopf::json replicaset = {
-        {"kind", "ReplicaSet"}, {"metadata", {{"ownerReferences", {{{"kind", "Deployment"}}}}}}};
+    const kopf::json replicaset = {{"kind", "ReplicaSet"},
+                                   {"metadata", {{"ownerReferences", {{{"kind", "Deployment"}}}}}}};
     const kopf::json plain = {{"kind", "Pod"}, {"metadata", kopf::json::object()}};
     for (int round = 0; round < 2; ++round) {
         kopf::Patch marked, unmarked;
