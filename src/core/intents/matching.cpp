@@ -1,5 +1,6 @@
 #include "core/intents/matching.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "structs/dicts.hpp"
@@ -146,6 +147,21 @@ bool requires_finalizer(const std::vector<ChangingHandler>& handlers, const Chan
         if (h.requires_finalizer && prematch(h, cause, ctx)) return true;
     }
     return false;
+}
+
+bool filters_read_context(const std::vector<ChangingHandler>& handlers) {
+    const auto callback = [](const ValueFilter& f) {
+        return f.kind() == ValueFilter::Kind::CALLBACK;
+    };
+    const auto any_callback = [&](const MetaFilter& filters) {
+        return std::any_of(filters.begin(), filters.end(),
+                           [&](const auto& entry) { return callback(entry.second); });
+    };
+    return std::any_of(handlers.begin(), handlers.end(), [&](const ChangingHandler& h) {
+        const HandlerOptions& o = h.options;
+        return static_cast<bool>(o.when) || any_callback(o.labels) || any_callback(o.annotations) ||
+               callback(o.value) || callback(o.old) || callback(o.new_);
+    });
 }
 
 bool prematch_any(const std::vector<ChangingHandler>& handlers, const ChangingCause& cause,

@@ -24,6 +24,9 @@ std::vector<const ChangingHandler*> get_resource_handlers(
     const std::vector<ChangingHandler>& handlers, const Resource& resource);
 bool requires_finalizer(const std::vector<ChangingHandler>& handlers, const ChangingCause& cause,
                         const Context& ctx);
+/// Whether any filter of these handlers is a callback (when=, or a callback for a label,
+/// annotation or value), and so reads the context it is given.
+bool filters_read_context(const std::vector<ChangingHandler>& handlers);
 bool prematch_any(const std::vector<ChangingHandler>& handlers, const ChangingCause& cause,
                   const Context& ctx);
 /// Fields that handlers watch, to be kept in the essence (e.g. status.x for field handlers).

@@ -268,9 +268,17 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
     actions::HandlerState blank = actions::HandlerState::from_scratch(env.now(), std::nullopt);
     ChangingCause noop_cause{Reason::NOOP, &resource, &body, std::nullopt,
                              std::nullopt, Diff(),    false};
-    actions::InvocationEnv fenv{
-        settings, resource,     body, patch, logger, *memory.memo, cause ? *cause : noop_cause,
-        env.now,  env.lifecycle};
+    // Without callback filters, nothing reads the context: the essences are not copied into it.
+    const bool context_is_read = cause && intents::filters_read_context(env.registry.changing);
+    actions::InvocationEnv fenv{settings,
+                                resource,
+                                body,
+                                patch,
+                                logger,
+                                *memory.memo,
+                                context_is_read ? *cause : noop_cause,
+                                env.now,
+                                env.lifecycle};
     ChangingHandler blank_handler;
     cause_ctx.emplace(actions::make_context(fenv, blank_handler, blank, nullptr));
 

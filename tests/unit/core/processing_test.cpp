@@ -234,6 +234,27 @@ TEST_F(Handled, UpdatesGetTheDiffOfTheEssence) {
     EXPECT_TRUE(h.logged("Updating is processed: 1 succeeded; 0 failed."));
 }
 
+TEST_F(Handled, WhenFiltersSeeTheEssencesAndDiffOfTheCause) {
+    std::vector<std::string> filtered;
+    int updated = 0;
+    kopf::on::update(h.registry, "kopfexamples",
+                     {.id = "u",
+                      .when =
+                          [&](const kopf::Context& c) {
+                              if (c.reason != "update") return false;
+                              filtered.push_back(c.old["spec"]["field"].get<std::string>() + "->" +
+                                                 c.new_["spec"]["field"].get<std::string>());
+                              return c.diff.size() == 1;
+                          }},
+                     [&](kopf::Context&) { ++updated; });
+    handle_creation();
+    h.body["spec"]["field"] = "other";
+    h.step();
+    EXPECT_EQ(updated, 1);
+    ASSERT_FALSE(filtered.empty());
+    EXPECT_EQ(filtered.front(), "value->other");
+}
+
 TEST_F(Handled, StatusOnlyChangesAreNoop) {
     int updated = 0;
     kopf::on::update(h.registry, "kopfexamples", {.id = "u"}, [&](kopf::Context&) { ++updated; });
