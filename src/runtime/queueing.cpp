@@ -54,7 +54,7 @@ void ObjectQueues::push(const std::string& key, json event) {
             process(key);
             break;
         case State::consistency:
-            forget_noop_echo(worker);
+            forget_noop_echo(key, worker);
             // Our own patch has arrived: the object is consistent with what we wrote.
             if (version && version == worker.expected_version) {
                 if (worker.expected_is_noop) {
@@ -128,12 +128,12 @@ void ObjectQueues::on_done(const std::string& key, std::optional<std::string> ve
         worker.state = State::consistency;
         worker.expected_version = version;
         worker.expected_is_noop = echo_is_noop && nothing_came;
-        if (worker.expected_is_noop) noop_echoes_[*version] = key;
+        if (worker.expected_is_noop) noop_echoes_.emplace(*version, key);
         const unsigned long generation = ++worker.generation;
         executor_.post_after(options_.consistency_timeout, [this, key, generation] {
             auto it = workers_.find(key);
             if (it == workers_.end() || it->second.generation != generation) return;
-            forget_noop_echo(it->second);
+            forget_noop_echo(key, it->second);
             // The patched version never arrived: go on with what we have.
             if (it->second.latest)
                 process(key);
@@ -148,9 +148,11 @@ void ObjectQueues::on_done(const std::string& key, std::optional<std::string> ve
         go_idle(key);
 }
 
-std::optional<std::string> ObjectQueues::drop_echo(const std::string& version) {
-    const auto echo = noop_echoes_.find(version);
-    if (echo == noop_echoes_.end()) return std::nullopt;
+std::optional<std::string> ObjectQueues::drop_echo(const std::string& version,
+                                                   std::string_view key_prefix) {
+    auto [echo, end] = noop_echoes_.equal_range(version);
+    while (echo != end && !std::string_view(echo->second).starts_with(key_prefix)) ++echo;
+    if (echo == end) return std::nullopt;
     std::string key = std::move(echo->second);
     noop_echoes_.erase(echo);
     const auto it = workers_.find(key);
@@ -163,9 +165,15 @@ std::optional<std::string> ObjectQueues::drop_echo(const std::string& version) {
     return key;
 }
 
-void ObjectQueues::forget_noop_echo(const Worker& worker) {
-    if (worker.expected_is_noop && worker.expected_version)
-        noop_echoes_.erase(*worker.expected_version);
+void ObjectQueues::forget_noop_echo(const std::string& key, const Worker& worker) {
+    if (!worker.expected_is_noop || !worker.expected_version) return;
+    auto [echo, end] = noop_echoes_.equal_range(*worker.expected_version);
+    for (; echo != end; ++echo) {
+        if (echo->second == key) {
+            noop_echoes_.erase(echo);
+            return;
+        }
+    }
 }
 
 void ObjectQueues::go_idle(const std::string& key) {
@@ -181,7 +189,7 @@ void ObjectQueues::go_idle(const std::string& key) {
 
 void ObjectQueues::release(const std::string& key) {
     if (const auto it = workers_.find(key); it != workers_.end()) {
-        if (it->second.state == State::consistency) forget_noop_echo(it->second);
+        if (it->second.state == State::consistency) forget_noop_echo(key, it->second);
         workers_.erase(it);
     }
     if (running_ > 0) --running_;

@@ -14,6 +14,7 @@
 #include <kopf/task.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -45,8 +46,10 @@ class ObjectQueues {
 
     // Drops the event of our own patch of this resourceVersion if it is awaited and would
     // change nothing (see Done), without it ever being parsed; returns the key of its object,
-    // or nullopt if the event must be pushed as usual.
-    std::optional<std::string> drop_echo(const std::string& version);
+    // or nullopt if the event must be pushed as usual. Only keys starting with `key_prefix`
+    // are considered: versions are unique per API server, and kinds may be served by several
+    // (aggregated APIs).
+    std::optional<std::string> drop_echo(const std::string& version, std::string_view key_prefix);
     // Stops accepting events; calls `finished` once every worker is done, or after exit_timeout
     // (then the still-busy workers' results are ignored).
     void shutdown(std::function<void()> finished);
@@ -72,7 +75,7 @@ class ObjectQueues {
     void process(const std::string& key);
     void on_done(const std::string& key, std::optional<std::string> version, bool echo_is_noop);
     void go_idle(const std::string& key);
-    void forget_noop_echo(const Worker& worker);
+    void forget_noop_echo(const std::string& key, const Worker& worker);
     void release(const std::string& key);
     void check_finished();
 
@@ -81,7 +84,7 @@ class ObjectQueues {
     Processor processor_;
     std::unordered_map<std::string, Worker> workers_;
     // resourceVersion -> key of the workers whose awaited event needs no processing.
-    std::unordered_map<std::string, std::string> noop_echoes_;
+    std::unordered_multimap<std::string, std::string> noop_echoes_;
     std::deque<std::string> waiting_;  // keys waiting for a worker slot, in arrival order
     std::size_t running_ = 0;          // workers holding a slot
     bool stopping_ = false;

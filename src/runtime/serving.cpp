@@ -312,14 +312,16 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             },
             "kopf.reactor.queueing",
             fmt::format("Watching {} {} has failed", resource.to_string(), where),
-            [self](const std::string& version) { return self->drop_echo(version); });
+            [self, prefix = kind->name + "/"](const std::string& version) {
+                return self->drop_echo(version, prefix);
+            });
     }
 
     // The event of our own patch that would change nothing is recognised by its version
     // before its line is parsed (parsing it was a fifth of the operator's work per object).
-    bool drop_echo(const std::string& version) {
+    bool drop_echo(const std::string& version, const std::string& key_prefix) {
         if (stopping) return false;
-        const auto key = queues.drop_echo(version);
+        const auto key = queues.drop_echo(version, key_prefix);
         if (!key) return false;
         if (const auto entry = objects.find(*key); entry != objects.end()) ++entry->second.events;
         return true;

@@ -122,15 +122,32 @@ TEST(ObjectQueues, TheEchoThatNeedsNothingIsRecognisedByItsVersionAlone) {
     Recorder recorder;
     ObjectQueues queues(executor, {}, recorder.processor());
     queues.push("uid1", event("ADDED", "1"));
-    EXPECT_EQ(queues.drop_echo("2"), std::nullopt);  // not answered yet: pushed as usual
+    EXPECT_EQ(queues.drop_echo("2", ""), std::nullopt);  // not answered yet: pushed as usual
     recorder.finish("2", true);
     executor.advance(0);
-    EXPECT_EQ(queues.drop_echo("7"), std::nullopt);  // not ours
-    EXPECT_EQ(queues.drop_echo("2"), "uid1");
-    EXPECT_EQ(queues.drop_echo("2"), std::nullopt);  // dropped once
+    EXPECT_EQ(queues.drop_echo("7", ""), std::nullopt);  // not ours
+    EXPECT_EQ(queues.drop_echo("2", ""), "uid1");
+    EXPECT_EQ(queues.drop_echo("2", ""), std::nullopt);  // dropped once
     EXPECT_EQ(queues.busy_workers(), 0u);
     queues.push("uid1", event("MODIFIED", "3"));  // the worker is idle, not waiting
     EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"}));
+}
+
+TEST(ObjectQueues, AVersionOfAnotherKindIsNotTakenForOurEcho) {
+    // Served by different API servers (aggregated APIs), two kinds may reuse a version.
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    ObjectQueues queues(executor, {}, recorder.processor());
+    queues.push("pods/uid1", event("ADDED", "1"));
+    queues.push("metrics/uid2", event("ADDED", "1"));
+    recorder.finish("2", true);
+    recorder.finish("2", true);
+    executor.advance(0);
+    EXPECT_EQ(queues.drop_echo("2", "nodes/"), std::nullopt);
+    EXPECT_EQ(queues.drop_echo("2", "metrics/"), "metrics/uid2");
+    EXPECT_EQ(queues.drop_echo("2", "metrics/"), std::nullopt);
+    EXPECT_EQ(queues.drop_echo("2", "pods/"), "pods/uid1");
+    EXPECT_EQ(queues.busy_workers(), 0u);
 }
 
 TEST(ObjectQueues, AnEchoThatNeedsProcessingIsNeverDroppedByItsVersion) {
@@ -145,7 +162,7 @@ TEST(ObjectQueues, AnEchoThatNeedsProcessingIsNeverDroppedByItsVersion) {
         executor.advance(0);
         if (next == "foreign change") queues.push("uid1", event("MODIFIED", "x"));
         if (next == "timeout") executor.advance(6);
-        EXPECT_EQ(queues.drop_echo("2"), std::nullopt) << next;
+        EXPECT_EQ(queues.drop_echo("2", ""), std::nullopt) << next;
     }
 }
 
