@@ -10,6 +10,7 @@
 //     }
 #pragma once
 
+#include <chrono>
 #include <coroutine>
 #include <exception>
 #include <functional>
@@ -30,6 +31,11 @@ class Executor {
     virtual void post(std::function<void()> fn) = 0;
     /// Run `fn` on the loop after `seconds` (of the executor's clock).
     virtual void post_after(double seconds, std::function<void()> fn) = 0;
+    /// The executor's clock, in seconds (steady time unless the executor keeps its own).
+    virtual double now() const {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    }
     /// Run blocking `work` on the worker pool (settings.execution.max_workers), then `done` on the
     /// loop.
     virtual void run_blocking(std::function<void()> work, std::function<void()> done) = 0;

@@ -130,16 +130,8 @@ void ObjectQueues::on_done(const std::string& key, std::optional<std::string> ve
         worker.expected_is_noop = echo_is_noop && nothing_came;
         if (worker.expected_is_noop) noop_echoes_.emplace(*version, key);
         const unsigned long generation = ++worker.generation;
-        executor_.post_after(options_.consistency_timeout, [this, key, generation] {
-            auto it = workers_.find(key);
-            if (it == workers_.end() || it->second.generation != generation) return;
-            forget_noop_echo(key, it->second);
-            // The patched version never arrived: go on with what we have.
-            if (it->second.latest)
-                process(key);
-            else
-                go_idle(key);
-        });
+        set_deadline(consistency_deadlines_, options_.consistency_timeout, key, generation,
+                     &ObjectQueues::on_consistency_timeout);
         return;
     }
     if (worker.latest)
@@ -176,15 +168,49 @@ void ObjectQueues::forget_noop_echo(const std::string& key, const Worker& worker
     }
 }
 
+void ObjectQueues::on_consistency_timeout(const std::string& key) {
+    Worker& worker = workers_.at(key);
+    forget_noop_echo(key, worker);
+    // The patched version never arrived: go on with what we have.
+    if (worker.latest)
+        process(key);
+    else
+        go_idle(key);
+}
+
 void ObjectQueues::go_idle(const std::string& key) {
     Worker& worker = workers_.at(key);
     worker.state = State::idle;
     const unsigned long generation = ++worker.generation;
-    executor_.post_after(options_.idle_timeout, [this, key, generation] {
-        auto it = workers_.find(key);
-        if (it == workers_.end() || it->second.generation != generation) return;
-        release(key);
-    });
+    set_deadline(idle_deadlines_, options_.idle_timeout, key, generation, &ObjectQueues::release);
+}
+
+void ObjectQueues::set_deadline(Deadlines& deadlines, double timeout, const std::string& key,
+                                unsigned long generation, Expire expire) {
+    deadlines.due.push_back(Deadline{executor_.now() + timeout, key, generation});
+    arm(deadlines, expire);
+}
+
+void ObjectQueues::arm(Deadlines& deadlines, Expire expire) {
+    if (deadlines.armed || deadlines.due.empty()) return;
+    deadlines.armed = true;
+    const double delay = std::max(0.0, deadlines.due.front().at - executor_.now());
+    executor_.post_after(delay, [this, &deadlines, expire] { expire_due(deadlines, expire); });
+}
+
+void ObjectQueues::expire_due(Deadlines& deadlines, Expire expire) {
+    deadlines.armed = false;
+    // A timer may fire a rounding error before the deadline it was set for.
+    constexpr double kClockTolerance = 1e-6;
+    const double now = executor_.now();
+    while (!deadlines.due.empty() && deadlines.due.front().at <= now + kClockTolerance) {
+        Deadline deadline = std::move(deadlines.due.front());
+        deadlines.due.pop_front();
+        const auto it = workers_.find(deadline.key);
+        if (it == workers_.end() || it->second.generation != deadline.generation) continue;
+        (this->*expire)(deadline.key);
+    }
+    arm(deadlines, expire);
 }
 
 void ObjectQueues::release(const std::string& key) {

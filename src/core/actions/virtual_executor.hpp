@@ -21,7 +21,7 @@ class VirtualExecutor final : public Executor {
     }
     /// Run until nothing is left; the virtual clock jumps to each timer's due time.
     void run();
-    double now() const { return now_; }
+    double now() const override { return now_; }
 
   private:
     std::deque<std::function<void()>> ready_;

@@ -88,6 +88,37 @@ TEST(ObjectQueues, IdleWorkersExitAfterIdleTimeout) {
     EXPECT_EQ(queues.workers(), 0u);
 }
 
+TEST(ObjectQueues, EachWorkerGetsItsOwnTimeoutsThoughTheyShareOneTimer) {
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    QueueingOptions options;
+    options.idle_timeout = 5;
+    options.consistency_timeout = 3;
+    ObjectQueues queues(executor, options, recorder.processor());
+    queues.push("uid1", event("ADDED", "1"));
+    recorder.finish();  // idle from t=0
+    executor.advance(2);
+    queues.push("uid2", event("ADDED", "1"));
+    recorder.finish("9");  // waits for version 9 from t=2
+    executor.advance(1);
+    queues.push("uid1", event("MODIFIED", "2"));  // busy again: its first idle timeout is void
+    recorder.finish();                            // idle again from t=3
+    executor.advance(1.9);                        // t=4.9
+    EXPECT_EQ(queues.workers(), 2u);
+    EXPECT_EQ(recorder.versions.size(), 3u);
+    queues.push("uid2", event("MODIFIED", "5"));  // not ours: still waiting
+    executor.advance(0.2);  // t=5.1: uid2's consistency timeout (t=5) processes what came
+    EXPECT_EQ(recorder.versions.back(), "5");
+    EXPECT_EQ(queues.workers(), 2u);  // uid1 idles until t=8, not t=5
+    recorder.finish();                // uid2 idle from t=5.1
+    executor.advance(2.8);            // t=7.9
+    EXPECT_EQ(queues.workers(), 2u);
+    executor.advance(0.2);  // t=8.1
+    EXPECT_EQ(queues.workers(), 1u);
+    executor.advance(2.1);  // t=10.2
+    EXPECT_EQ(queues.workers(), 0u);
+}
+
 TEST(ObjectQueues, AfterOwnPatchWaitsForThePatchedVersion) {
     kopf::testing::ManualExecutor executor;
     Recorder recorder;

@@ -28,7 +28,7 @@ class ManualExecutor final : public kopf::Executor {
         }
         now_ = until;
     }
-    double now() const { return now_; }
+    double now() const override { return now_; }
 
   private:
     double now_ = 0;
