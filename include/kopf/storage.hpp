@@ -34,12 +34,13 @@ class StorageKeyConvention {
     const std::vector<std::string>& cached_keys(const std::string& key,
                                                 const json* body = nullptr) const;
     void store_marker(const json& body, Patch& patch) const;
-    std::string prefix_;
-    bool v1_;
+    const std::string prefix_;  // fixed at construction: the cached keys depend on it
+    const bool v1_;
 
   private:
+    std::vector<std::string> keys_of(const std::string& marked_key) const;
     struct KeyCache;
-    std::shared_ptr<KeyCache> key_cache_;
+    std::shared_ptr<KeyCache> key_cache_;  // shared by copies, which have the same prefix
 };
 
 /// Per-handler progress records ("started", "retries", ...).

@@ -59,36 +59,25 @@ bool is_owned_replicaset(const json* body) {
 }  // namespace
 
 // Keys already built, by marked key; entries are never removed, so references stay valid.
-// Copies of a convention share it: the keys depend only on the prefix and V1 flag it records.
 struct StorageKeyConvention::KeyCache {
-    std::string prefix;
-    bool v1;
     std::mutex mutex;
     std::unordered_map<std::string, std::vector<std::string>> keys;
 };
 
 StorageKeyConvention::StorageKeyConvention(std::string prefix, bool v1)
-    : prefix_(std::move(prefix)), v1_(v1) {
+    : prefix_(std::move(prefix)), v1_(v1), key_cache_(std::make_shared<KeyCache>()) {
     if (prefix_.empty()) throw std::invalid_argument("Annotations storages must be prefixed.");
-    key_cache_ = std::make_shared<KeyCache>();
-    key_cache_->prefix = prefix_;
-    key_cache_->v1 = v1_;
 }
 
 const std::vector<std::string>& StorageKeyConvention::cached_keys(const std::string& key,
                                                                   const json* body) const {
-    if (key_cache_->prefix != prefix_ || key_cache_->v1 != v1_) {
-        thread_local std::vector<std::string> changed;  // a subclass changed the prefix
-        changed = make_keys(key, body);
-        return changed;
-    }
     const bool marked = is_owned_replicaset(body);
+    const std::string marked_key = marked ? key + kReplicaSetMark : std::string();
+    const std::string& lookup = marked ? marked_key : key;
     std::lock_guard lock(key_cache_->mutex);
-    auto found = key_cache_->keys.find(marked ? key + kReplicaSetMark : key);
-    if (found == key_cache_->keys.end()) {
-        found = key_cache_->keys.emplace(marked ? key + kReplicaSetMark : key, make_keys(key, body))
-                    .first;
-    }
+    auto found = key_cache_->keys.find(lookup);
+    if (found == key_cache_->keys.end())
+        found = key_cache_->keys.emplace(lookup, keys_of(lookup)).first;
     return found->second;
 }
 
@@ -143,7 +132,10 @@ std::string StorageKeyConvention::make_v2_key(const std::string& key) const {
 
 std::vector<std::string> StorageKeyConvention::make_keys(const std::string& key,
                                                          const json* body) const {
-    const std::string marked = is_owned_replicaset(body) ? key + kReplicaSetMark : key;
+    return keys_of(is_owned_replicaset(body) ? key + kReplicaSetMark : key);
+}
+
+std::vector<std::string> StorageKeyConvention::keys_of(const std::string& marked) const {
     std::vector<std::string> keys;
     keys.reserve(2);
     keys.push_back(make_v2_key(marked));

@@ -76,6 +76,18 @@ std::string_view local_seconds(std::time_t time) {
     return cached_text;
 }
 
+// "[namespace/name]" or "[name]" (cluster-scoped), into a std::string or a format buffer.
+template <class Out>
+void append_prefix(Out& out, const ObjectRef& ref) {
+    out.push_back('[');
+    if (!ref.namespace_.empty()) {
+        out.append(ref.namespace_.data(), ref.namespace_.data() + ref.namespace_.size());
+        out.push_back('/');
+    }
+    out.append(ref.name.data(), ref.name.data() + ref.name.size());
+    out.push_back(']');
+}
+
 class KopfFormatter final : public spdlog::formatter {
   public:
     KopfFormatter(LogFormat format, bool prefix, std::string refkey)
@@ -161,13 +173,8 @@ class KopfFormatter final : public spdlog::formatter {
     // The message, after the "[namespace/name] " prefix of the object being logged.
     void append_message(spdlog::memory_buf_t& dest, std::string_view payload) const {
         if (current_object && prefix_) {
-            dest.push_back('[');
-            if (!current_object->namespace_.empty()) {
-                append(dest, current_object->namespace_);
-                dest.push_back('/');
-            }
-            append(dest, current_object->name);
-            append(dest, "] ");
+            append_prefix(dest, *current_object);
+            dest.push_back(' ');
         }
         append(dest, payload);
     }
@@ -296,8 +303,9 @@ nlohmann::json ObjectRef::to_json() const {
 }
 
 std::string ObjectRef::prefix() const {
-    return namespace_.empty() ? fmt::format("[{}]", name)
-                              : fmt::format("[{}/{}]", namespace_, name);
+    std::string out;
+    append_prefix(out, *this);
+    return out;
 }
 
 void ObjectLogHooks::set(ObjectLogHook hook, spdlog::level::level_enum minimal) {

@@ -214,10 +214,7 @@ void ObjectQueues::expire_due(Deadlines& deadlines, Expire expire) {
 }
 
 void ObjectQueues::release(const std::string& key) {
-    if (const auto it = workers_.find(key); it != workers_.end()) {
-        if (it->second.state == State::consistency) forget_noop_echo(key, it->second);
-        workers_.erase(it);
-    }
+    workers_.erase(key);  // only idle or stopping workers are released: none awaits an echo
     if (running_ > 0) --running_;
     while (!stopping_ && !waiting_.empty() && has_slot()) {
         const std::string next = waiting_.front();

@@ -418,14 +418,14 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         auto self = shared_from_this();
         kopf::spawn<Processed>(executor, process_task(key, std::move(event)),
                                [self, key, done = std::move(done)](
-                                   std::exception_ptr error, std::optional<Processed> version) {
+                                   std::exception_ptr error, std::optional<Processed> processed) {
                                    if (error) {
                                        logger("kopf.reactor.processing")
                                            ->error("Processing of {} has failed: {}", key,
                                                    describe(error));
                                    }
-                                   done(version ? version->resource_version : std::nullopt,
-                                        version && version->echo_is_noop);
+                                   done(processed ? processed->resource_version : std::nullopt,
+                                        processed && processed->echo_is_noop);
                                });
     }
 

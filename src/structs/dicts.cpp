@@ -27,27 +27,28 @@ std::string format_field(const FieldPath& path) {
     return out;
 }
 
-const json* resolve(const json& root, const FieldPath& path) {
+namespace {
+// Walks `path` (strings or string views) through nested objects.
+template <class Path>
+const json* walk(const json& root, const Path& path) {
     const json* node = &root;
     for (const auto& key : path) {
         if (!node->is_object()) return nullptr;
-        auto it = node->find(key);
-        if (it == node->end()) return nullptr;
-        node = &*it;
-    }
-    return node;
-}
-
-const json* resolve(const json& root, std::initializer_list<std::string_view> path) {
-    const json* node = &root;
-    for (const auto key : path) {
-        if (!node->is_object()) return nullptr;
         const auto& object = node->get_ref<const json::object_t&>();
-        auto it = object.find(key);
+        auto it = object.find(std::string_view(key));
         if (it == object.end()) return nullptr;
         node = &it->second;
     }
     return node;
+}
+}  // namespace
+
+const json* resolve(const json& root, const FieldPath& path) {
+    return walk(root, path);
+}
+
+const json* resolve(const json& root, std::initializer_list<std::string_view> path) {
+    return walk(root, path);
 }
 
 void ensure(json& root, const FieldPath& path, json value) {
