@@ -259,6 +259,39 @@ TEST_F(RawWatching, MalformedLineRestartsTheStreamFromTheLastVersion) {
     finish(recorder);
 }
 
+TEST_F(RawWatching, KubernetesOrderedModifiedLinesAreAlsoRecognisedBeforeParsing) {
+    // Kubernetes writes "type" first; the embedded server (sorted keys) writes it last.
+    const auto modified = [](const std::string& name, int rv, const std::string& spec) {
+        return fmt::format(
+                   R"({{"type":"MODIFIED","object":{{"kind":"ConfigMap","metadata":{{"name":"{}","namespace":"default","resourceVersion":"{}"}}{}}}}})",
+                   name, rv, spec) +
+               "\n";
+    };
+    std::atomic<int> watches{0};
+    RawServer peer([&](const std::string& line) -> RawReply {
+        if (line.find("watch=true") == std::string::npos)
+            return {RawServer::json_response(list_body())};
+        if (++watches > 1) return {RawServer::chunked_head(), true};
+        return {RawServer::chunked_head() + RawServer::chunk(modified("a", 21, "")) +
+                    RawServer::chunk(modified("b", 22, R"(,"spec":{"resourceVersion":"x"})")) +
+                    RawServer::chunk(added("c", 23)),
+                true};
+    });
+    auto api = make_client(raw(peer));
+    Recorder recorder;
+    std::vector<std::string> asked;
+    start_watch(*api, recorder, "default", {}, [&](const std::string& version) {
+        asked.push_back(version);
+        return true;
+    });
+    EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "c"); }));
+    // "a" was dropped unparsed; "b" names the key twice, so it was parsed and delivered.
+    EXPECT_EQ(asked, std::vector<std::string>{"21"});
+    EXPECT_FALSE(recorder.saw("MODIFIED", "a"));
+    EXPECT_TRUE(recorder.saw("MODIFIED", "b"));
+    finish(recorder);
+}
+
 TEST_F(RawWatching, StreamCutInTheMiddleOfAChunkResumes) {
     std::atomic<int> watches{0};
     RawServer peer([&](const std::string& line) -> RawReply {
