@@ -45,9 +45,12 @@ struct Context {
     const OperatorSettings& settings;
 
     std::string reason{};  ///< "create", "update", "delete", "resume" (empty for event handlers)
-    json old{};            ///< the old essence (or old field value for field handlers)
-    json new_{};           ///< the new essence (or new field value for field handlers)
-    Diff diff{};           ///< changes (relative to the field for field handlers)
+    /// The old and new essences and their diff (for field handlers: the field's old and new
+    /// values and the diff relative to the field); null and empty where there are none.
+    /// Read-only views, valid while the handler runs.
+    const json& old;
+    const json& new_;
+    const Diff& diff;
 
     int retry = 0;                            ///< attempts made before this one
     Clock::time_point started{};              ///< when the handler was first tried

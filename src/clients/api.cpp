@@ -206,7 +206,8 @@ struct ApiClient::Impl {
 
     // One API call with authentication and retries; returns a 2xx/3xx answer or throws.
     Awaitable<HttpResponse> send(HttpRequest request) {
-        const std::string what = request.method + " " + request.target;
+        // Named only in messages, which the successful requests never write.
+        const auto what = [&request] { return request.method + " " + request.target; };
         BackoffSequence backoff(settings.error_backoffs);
         int unauthorized = 0;
         while (true) {
@@ -235,28 +236,29 @@ struct ApiClient::Impl {
             } else if (response->status < 400) {
                 if (backoff.attempts_failed() > 0) {
                     spdlog::debug("Request attempt #{}/{} succeeded: {}",
-                                  backoff.attempts_failed() + 1, backoff.max_attempts(), what);
+                                  backoff.attempts_failed() + 1, backoff.max_attempts(), what());
                 }
                 co_return std::move(*response);
             } else if (response->status == 401) {
                 vault->invalidate(item);
                 if (++unauthorized > 2) {
-                    throw_api_error(401, response->body, what, std::nullopt);
+                    throw_api_error(401, response->body, what(), std::nullopt);
                 }
-                spdlog::warn("{} -> 401 Unauthorized; re-authenticating.", what);
+                spdlog::warn("{} -> 401 Unauthorized; re-authenticating.", what());
                 continue;
             } else if (response->status >= 500 || response->status == 403 ||
                        response->status == 429) {
                 auto retry_after = response->retry_after ? response->retry_after
                                                          : retry_after_from_body(response->body);
                 pause = backoff.next(retry_after, settings.enforce_retry_after);
-                if (!pause) throw_api_error(response->status, response->body, what, retry_after);
+                if (!pause) throw_api_error(response->status, response->body, what(), retry_after);
                 failure = fmt::format("HTTP {}", response->status);
             } else {
-                throw_api_error(response->status, response->body, what, response->retry_after);
+                throw_api_error(response->status, response->body, what(), response->retry_after);
             }
             spdlog::warn("Request attempt #{}/{} failed; will retry in {}s: {} -> {}",
-                         backoff.attempts_failed(), backoff.max_attempts(), *pause, what, failure);
+                         backoff.attempts_failed(), backoff.max_attempts(), *pause, what(),
+                         failure);
             co_await sleep(Seconds(*pause), nullptr);
         }
     }
@@ -271,6 +273,10 @@ struct ApiClient::Impl {
             request.body = dump_json(*body);
             request.content_type = std::move(content_type);
         }
+        return send_text(std::move(request));
+    }
+
+    Awaitable<std::string> send_text(HttpRequest request) {
         auto sending = send(std::move(request));
         auto response = co_await std::move(sending);
         co_return std::move(response.body);
@@ -391,17 +397,25 @@ Awaitable<json> ApiClient::patch(Resource resource, std::string namespace_, std:
                                    patch, content_type_of(type));
 }
 
+namespace {
+Awaitable<std::optional<std::string>> version_of(Awaitable<std::string> answer) {
+    const std::string text = co_await std::move(answer);
+    co_return find_resource_version(text);
+}
+}  // namespace
+
 Awaitable<std::optional<std::string>> ApiClient::patch_version(Resource resource,
                                                                std::string namespace_,
                                                                std::string name, PatchType type,
-                                                               json patch,
+                                                               const json& patch,
                                                                std::string subresource) {
-    const std::optional<json> body(std::move(patch));
-    auto calling = impl_->call_text(
-        "PATCH", resource.path(namespace_, name, subresource, impl_->write_params()), body,
-        content_type_of(type));
-    const std::string text = co_await std::move(calling);
-    co_return find_resource_version(text);
+    // Not a coroutine: the request is built now, so the patch is serialised, not copied.
+    HttpRequest request;
+    request.method = "PATCH";
+    request.target = resource.path(namespace_, name, subresource, impl_->write_params());
+    request.body = dump_json(patch);
+    request.content_type = content_type_of(type);
+    return version_of(impl_->send_text(std::move(request)));
 }
 
 Awaitable<json> ApiClient::remove(Resource resource, std::string namespace_, std::string name,

@@ -32,5 +32,7 @@ std::string dump_json(const json& value);
 
 /// Appends dump_json(value) to `out`.
 void append_json(std::string& out, const json& value);
+/// Appends `text` as a JSON string, as append_json(out, json(text)) would, without the json.
+void append_json_string(std::string& out, const std::string& text);
 
 }  // namespace kopf::clients

@@ -12,7 +12,7 @@ namespace {
 void append_member(std::string& out, bool& first, const std::string& key, const json& value) {
     if (!first) out += ',';
     first = false;
-    clients::append_json(out, json(key));
+    clients::append_json_string(out, key);
     out += ':';
     clients::append_json(out, value);
 }
@@ -124,9 +124,12 @@ std::optional<json> AnnotationsDiffBaseStorage::fetch(const json& body) const {
 }
 
 void AnnotationsDiffBaseStorage::store(const json& body, Patch& patch, const json& essence) const {
-    std::string encoded = dump_essence(essence) + "\n";  // a trailing newline, as Kopf writes it
-    for (const auto& full_key : cached_keys(key_, &body)) {
-        patch.merge["metadata"]["annotations"][full_key] = encoded;
+    std::string encoded = dump_essence(essence);
+    encoded += '\n';  // a trailing newline, as Kopf writes it
+    const auto& keys = cached_keys(key_, &body);
+    json& annotations = patch.merge["metadata"]["annotations"];
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        annotations[keys[i]] = i + 1 < keys.size() ? encoded : std::move(encoded);
     }
     store_marker(body, patch);
 }

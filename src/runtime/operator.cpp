@@ -7,7 +7,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -23,6 +22,7 @@
 #include "kopf/registry.hpp"
 #include "kopf/settings.hpp"
 #include "kopf/task.hpp"
+#include "runtime/blocking_pool.hpp"
 #include "runtime/command_line.hpp"
 #include "runtime/logging.hpp"
 #include "runtime/namespaces.hpp"
@@ -85,14 +85,19 @@ class LoopExecutor final : public kopf::Executor {
     }
     void run_blocking(std::function<void()> work, std::function<void()> done) override {
         ++blocking_;
-        asio::post(pool_, [this, work = std::move(work), done = std::move(done)]() mutable {
-            {
-                PostingScope posting_scope(posting_);
-                work();
-            }
+        try {
+            pool_.submit([this, work = std::move(work), done = std::move(done)]() mutable {
+                {
+                    PostingScope posting_scope(posting_);
+                    work();
+                }
+                --blocking_;
+                asio::post(io_, std::move(done));
+            });
+        } catch (...) {
             --blocking_;
-            asio::post(io_, std::move(done));
-        });
+            throw;
+        }
     }
     // Synchronous handlers still running in the pool.
     std::size_t blocking() const { return blocking_; }
@@ -101,7 +106,7 @@ class LoopExecutor final : public kopf::Executor {
 
   private:
     asio::io_context& io_;
-    asio::thread_pool pool_;
+    BlockingPool pool_;
     std::shared_ptr<PostingContext> posting_;
     std::atomic<std::size_t> blocking_{0};
     std::map<unsigned long, std::shared_ptr<asio::steady_timer>> timers_;

@@ -47,10 +47,10 @@ std::string Resource::to_string() const {
     return text;
 }
 
-std::string url_encode(const std::string& text) {
+namespace {
+
+void append_url_encoded(std::string& out, const std::string& text) {
     static const char* hex = "0123456789ABCDEF";
-    std::string out;
-    out.reserve(text.size());
     for (unsigned char c : text) {
         if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
             out.push_back(static_cast<char>(c));
@@ -60,9 +60,18 @@ std::string url_encode(const std::string& text) {
             out.push_back(hex[c & 0x0F]);
         }
     }
+}
+
+}  // namespace
+
+std::string url_encode(const std::string& text) {
+    std::string out;
+    out.reserve(text.size());
+    append_url_encoded(out, text);
     return out;
 }
 
+// Built by appending into one string: every write request asks for a path.
 std::string Resource::path(const std::string& namespace_, const std::string& name,
                            const std::string& subresource,
                            const std::vector<std::pair<std::string, std::string>>& params) const {
@@ -74,14 +83,37 @@ std::string Resource::path(const std::string& namespace_, const std::string& nam
         throw std::invalid_argument(fmt::format(
             "Object '{}' of the namespaced resource {} needs a namespace.", name, to_string()));
     }
-    std::string url = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
-    if (namespaced && !namespace_.empty()) url += "/namespaces/" + url_encode(namespace_);
-    url += "/" + plural;
-    if (!name.empty()) url += "/" + url_encode(name);
-    if (!subresource.empty()) url += "/" + subresource;
+    std::string url;
+    url.reserve(64 + group.size() + plural.size() + namespace_.size() + name.size() +
+                subresource.size());
+    if (group.empty()) {
+        url += "/api/";
+    } else {
+        url += "/apis/";
+        url += group;
+        url += '/';
+    }
+    url += version;
+    if (namespaced && !namespace_.empty()) {
+        url += "/namespaces/";
+        append_url_encoded(url, namespace_);
+    }
+    url += '/';
+    url += plural;
+    if (!name.empty()) {
+        url += '/';
+        append_url_encoded(url, name);
+    }
+    if (!subresource.empty()) {
+        url += '/';
+        url += subresource;
+    }
     char separator = '?';
     for (const auto& [key, value] : params) {
-        url += separator + url_encode(key) + "=" + url_encode(value);
+        url += separator;
+        append_url_encoded(url, key);
+        url += '=';
+        append_url_encoded(url, value);
         separator = '&';
     }
     return url;

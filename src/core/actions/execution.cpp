@@ -17,6 +17,10 @@ const json& empty_object() {
     static const json empty = json::object();
     return empty;
 }
+const json& null_json() {
+    static const json null;
+    return null;
+}
 const json& sub_or_empty(const json& body, const dicts::FieldPath& path) {
     const json* v = dicts::resolve(body, path);
     return v ? *v : empty_object();
@@ -328,41 +332,47 @@ std::vector<const ChangingHandler*> shuffled(std::vector<const ChangingHandler*>
 }  // namespace lifecycles
 
 Context make_context(InvocationEnv& env, const ChangingHandler& handler, const HandlerState& state,
-                     HandlerScope* scope) {
+                     HandlerScope* scope, FieldValues& field_values) {
     const json& body = env.body;
     const auto now = env.now();
-    json old = env.cause.old ? *env.cause.old : json();
-    json new_ = env.cause.new_ ? *env.cause.new_ : json();
-    Diff diff = env.cause.diff;
+    const json* old = env.cause.old ? &*env.cause.old : &null_json();
+    const json* new_ = env.cause.new_ ? &*env.cause.new_ : &null_json();
+    const Diff* diff = &env.cause.diff;
     if (!handler.field.empty()) {
         const json* o = env.cause.old ? dicts::resolve(*env.cause.old, handler.field) : nullptr;
         const json* n = env.cause.new_ ? dicts::resolve(*env.cause.new_, handler.field) : nullptr;
-        old = o ? *o : json();
-        new_ = n ? *n : json();
-        diff = reduce(diff, handler.field);
+        field_values.old = o ? *o : json();
+        field_values.new_ = n ? *n : json();
+        field_values.diff = reduce(env.cause.diff, handler.field);
+        old = &field_values.old;
+        new_ = &field_values.new_;
+        diff = &field_values.diff;
     }
-    const json* uid = dicts::resolve(body, {"metadata", "uid"});
-    const json* name = dicts::resolve(body, {"metadata", "name"});
-    const json* ns = dicts::resolve(body, {"metadata", "namespace"});
+    const json& meta = sub_or_empty(body, {"metadata"});
+    auto meta_string = [&meta](const char* key) {
+        const auto found = meta.find(key);
+        return found != meta.end() && found->is_string() ? found->get<std::string>()
+                                                         : std::string();
+    };
     return Context{
         .body = body,
-        .meta = sub_or_empty(body, {"metadata"}),
+        .meta = meta,
         .spec = sub_or_empty(body, {"spec"}),
         .status = sub_or_empty(body, {"status"}),
-        .labels = sub_or_empty(body, {"metadata", "labels"}),
-        .annotations = sub_or_empty(body, {"metadata", "annotations"}),
-        .name = name && name->is_string() ? name->get<std::string>() : "",
-        .namespace_ = ns && ns->is_string() ? ns->get<std::string>() : "",
-        .uid = uid && uid->is_string() ? uid->get<std::string>() : "",
+        .labels = sub_or_empty(meta, {"labels"}),
+        .annotations = sub_or_empty(meta, {"annotations"}),
+        .name = meta_string("name"),
+        .namespace_ = meta_string("namespace"),
+        .uid = meta_string("uid"),
         .patch = env.patch,
         .logger = env.logger,
         .memo = env.memo,
         .resource = env.resource,
         .settings = env.settings,
         .reason = intents::to_string(env.cause.reason),
-        .old = std::move(old),
-        .new_ = std::move(new_),
-        .diff = std::move(diff),
+        .old = *old,
+        .new_ = *new_,
+        .diff = *diff,
         .retry = state.retries,
         .started = state.started,
         .runtime = state.runtime(now),
@@ -393,8 +403,9 @@ Task<void> execute_subhandlers(InvocationEnv& env, HandlerScope& scope,
     // Sub-handlers have filters too (labels, when, field values...), as in Kopf.
     ChangingHandler blank;
     auto now = env.now();
+    FieldValues no_field;
     Context filter_ctx =
-        make_context(env, blank, HandlerState::from_scratch(now, std::nullopt), nullptr);
+        make_context(env, blank, HandlerState::from_scratch(now, std::nullopt), nullptr, no_field);
     auto selected = intents::get_changing_handlers(scope.subhandlers, env.cause, filter_ctx);
     std::vector<std::string> selected_ids;
     for (auto* h : selected) selected_ids.push_back(h->id);
@@ -441,7 +452,8 @@ Task<Outcome> execute_handler_once(InvocationEnv& env, const ChangingHandler& ha
             throw HandlerRetriesError(name + " has exceeded " + std::to_string(state.retries) +
                                       " retries.");
         }
-        Context ctx = make_context(env, handler, state, &scope);
+        FieldValues field_values;
+        Context ctx = make_context(env, handler, state, &scope, field_values);
         json result = co_await invoke(handler, ctx);
         co_await execute_subhandlers(env, scope, subrefs);
         logger.info("{} succeeded.", name);

@@ -152,8 +152,17 @@ Task<std::map<std::string, Outcome>> execute_handlers_once(
 /// Results of successful handlers to status.<id>: mappings merged, other values replaced.
 void deliver_results(const std::map<std::string, Outcome>& outcomes, Patch& patch);
 
-/// Build the context of a changing handler (field handlers get the field's old/new/diff).
+/// What a field handler sees instead of the cause's essences: the field's old and new values
+/// and the diff reduced to the field.
+struct FieldValues {
+    json old;
+    json new_;
+    Diff diff;
+};
+
+/// Build the context of a changing handler. Its old/new/diff refer to the cause, or for a field
+/// handler to `field_values`, which must outlive the context.
 Context make_context(InvocationEnv& env, const ChangingHandler& handler, const HandlerState& state,
-                     HandlerScope* scope);
+                     HandlerScope* scope, FieldValues& field_values);
 
 }  // namespace kopf::actions

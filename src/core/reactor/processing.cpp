@@ -73,7 +73,8 @@ Task<void> process_watching_cause(const ProcessingEnv& env, const Resource& reso
         as_changing.field = h.field;
         as_changing.options = h.options;
         auto state = actions::HandlerState::from_scratch(env.now(), std::nullopt);
-        Context ctx = actions::make_context(ienv, as_changing, state, nullptr);
+        actions::FieldValues field_values;
+        Context ctx = actions::make_context(ienv, as_changing, state, nullptr, field_values);
         ctx.reason = "";
         ctx.type = type;
         ctx.event = raw_event;
@@ -280,7 +281,8 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
                                 env.now,
                                 env.lifecycle};
     ChangingHandler blank_handler;
-    cause_ctx.emplace(actions::make_context(fenv, blank_handler, blank, nullptr));
+    actions::FieldValues no_field;
+    cause_ctx.emplace(actions::make_context(fenv, blank_handler, blank, nullptr, no_field));
 
     if (cause && !intents::prematch_any(env.registry.changing, *cause, *cause_ctx)) cause.reset();
 
@@ -335,10 +337,16 @@ Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
     dicts::remove_empty_stanzas(outcome.patch.merge);
     const bool patched = !outcome.patch.empty();
 
-    json body_patch = outcome.body_merge_patch(resource);
-    if (body_patch.is_object() && !body_patch.empty()) {
-        logger.debug("Patching with: {}", body_patch);
-        auto r = co_await applier.merge_patch(resource, outcome.body, body_patch, false);
+    // Without a status subresource, the merge patch goes as it is, uncopied.
+    json stripped_patch;
+    const json* body_patch = &outcome.patch.merge;
+    if (!body_patch->is_object() || resource.has_status_subresource()) {
+        stripped_patch = outcome.body_merge_patch(resource);
+        body_patch = &stripped_patch;
+    }
+    if (!body_patch->empty()) {
+        logger.debug("Patching with: {}", *body_patch);
+        auto r = co_await applier.merge_patch(resource, outcome.body, *body_patch, false);
         if (!r.found) co_return result;
         if (r.resource_version) result.resource_version = r.resource_version;
     }

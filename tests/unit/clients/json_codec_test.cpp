@@ -148,8 +148,10 @@ TEST(JsonCodec, EscapesEverySpecialCharacterAtEveryPositionOfALongString) {
                 << "character " << int(special) << " at " << position;
         }
     }
-    const json non_ascii = std::string(20, 'x') + "é" + std::string(20, 'y');
-    EXPECT_EQ(dump_json(non_ascii), non_ascii.dump());
+    for (std::size_t position = 0; position < 40; ++position) {
+        const json non_ascii = std::string(position, 'x') + "é" + std::string(40 - position, 'y');
+        ASSERT_EQ(dump_json(non_ascii), non_ascii.dump()) << "non-ASCII at " << position;
+    }
 }
 
 TEST(JsonCodec, FindsTheResourceVersionOfAnObjectWithoutParsingTheRest) {

@@ -138,6 +138,7 @@ TEST(Registration, SubhandlersOutsideOfHandlersAreRejected) {
     } logger;
     kopf::Resource res;
     kopf::OperatorSettings settings;
+    const kopf::Diff diff;
     kopf::Context ctx{.body = body,
                       .meta = body,
                       .spec = body,
@@ -151,7 +152,10 @@ TEST(Registration, SubhandlersOutsideOfHandlersAreRejected) {
                       .logger = logger,
                       .memo = memo,
                       .resource = res,
-                      .settings = settings};
+                      .settings = settings,
+                      .old = body,
+                      .new_ = body,
+                      .diff = diff};
     EXPECT_THROW(kopf::subhandler(ctx, {.id = "x"}, [](kopf::Context&) {}), std::logic_error);
 }
 

@@ -1,0 +1,47 @@
+// The threads that run synchronous handlers (Kopf's thread-pool executor).
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <semaphore>
+#include <thread>
+#include <vector>
+
+namespace kopf::runtime {
+
+// A fixed set of threads taking jobs in order. The most recently idle thread takes the next
+// job, and each job wakes at most one sleeping thread: a steady trickle of short handlers is
+// served by one warm thread with one wake-up per job (Asio's pool rotated through all threads
+// and made almost twice the futex calls per job).
+class BlockingPool {
+  public:
+    explicit BlockingPool(std::size_t threads);
+    ~BlockingPool();
+    BlockingPool(const BlockingPool&) = delete;
+    BlockingPool& operator=(const BlockingPool&) = delete;
+
+    // Queues a job. Jobs must not throw; after join() they are refused with std::logic_error.
+    void submit(std::function<void()> job);
+    // Runs the queued jobs to the end, then stops and joins the threads. Idempotent.
+    void join();
+    // Threads waiting for a job.
+    std::size_t idle_threads();
+
+  private:
+    struct Worker {
+        std::binary_semaphore wake{0};
+        std::thread thread;
+    };
+    void serve(Worker& worker);
+
+    std::mutex mutex_;
+    std::deque<std::function<void()>> jobs_;
+    std::vector<Worker*> idle_;  // the most recently idle last
+    bool stopping_ = false;
+    std::vector<std::unique_ptr<Worker>> workers_;
+};
+
+}  // namespace kopf::runtime
