@@ -31,29 +31,27 @@ void BlockingPool::submit(std::function<void()> job) {
         if (!idle_.empty()) {
             sleeper = idle_.back();
             idle_.pop_back();
+            sleeper->woken = true;
         }
     }
-    if (sleeper) sleeper->wake.release();
+    if (sleeper) sleeper->wake.notify_one();  // unlocked: the sleeper takes the mutex at once
 }
 
 void BlockingPool::serve(Worker& worker) {
-    worker.wake.acquire();
     std::unique_lock lock(mutex_);
     while (true) {
-        if (!jobs_.empty()) {
+        worker.wake.wait(lock, [&worker] { return worker.woken; });  // idle_ lists it
+        worker.woken = false;
+        while (!jobs_.empty()) {
             auto job = std::move(jobs_.front());
             jobs_.pop_front();
             lock.unlock();
             job();
             job = nullptr;  // its captures die outside the lock too
             lock.lock();
-            continue;
         }
         if (stopping_) return;
         idle_.push_back(&worker);
-        lock.unlock();
-        worker.wake.acquire();
-        lock.lock();
     }
 }
 
@@ -68,8 +66,9 @@ void BlockingPool::join() {
         std::lock_guard lock(mutex_);
         stopping_ = true;
         sleepers.swap(idle_);
+        for (auto* sleeper : sleepers) sleeper->woken = true;
     }
-    for (auto* sleeper : sleepers) sleeper->wake.release();
+    for (auto* sleeper : sleepers) sleeper->wake.notify_one();
     for (auto& worker : workers_) {
         if (worker->thread.joinable()) worker->thread.join();
     }

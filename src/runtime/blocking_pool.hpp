@@ -1,12 +1,12 @@
 // The threads that run synchronous handlers (Kopf's thread-pool executor).
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <semaphore>
 #include <thread>
 #include <vector>
 
@@ -31,8 +31,11 @@ class BlockingPool {
     std::size_t idle_threads();
 
   private:
+    // A condition variable, not a semaphore: libstdc++'s semaphores spin with sched_yield
+    // before they sleep, which on a busy core switched threads three times per job.
     struct Worker {
-        std::binary_semaphore wake{0};
+        std::condition_variable wake;
+        bool woken = false;  // under the pool's mutex
         std::thread thread;
     };
     void serve(Worker& worker);
