@@ -404,11 +404,11 @@ Awaitable<std::optional<std::string>> version_of(Awaitable<std::string> answer) 
 }
 }  // namespace
 
-Awaitable<std::optional<std::string>> ApiClient::patch_version(Resource resource,
-                                                               std::string namespace_,
-                                                               std::string name, PatchType type,
-                                                               const json& patch,
-                                                               std::string subresource) {
+Awaitable<std::optional<std::string>> ApiClient::patch_version(const Resource& resource,
+                                                               const std::string& namespace_,
+                                                               const std::string& name,
+                                                               PatchType type, const json& patch,
+                                                               const std::string& subresource) {
     // Not a coroutine: the request is built now, so the patch is serialised, not copied.
     HttpRequest request;
     request.method = "PATCH";

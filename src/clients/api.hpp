@@ -107,12 +107,13 @@ class ApiClient {
                           PatchType type, json patch, std::string subresource = "",
                           bool force = false);
     // As patch() (not for server-side apply), but only the answer's metadata.resourceVersion:
-    // the patched object is not parsed (the operator needs only its version). The patch is
-    // serialised before this returns: it need not outlive the call.
-    Awaitable<std::optional<std::string>> patch_version(structs::Resource resource,
-                                                        std::string namespace_, std::string name,
-                                                        PatchType type, const json& patch,
-                                                        std::string subresource = "");
+    // the patched object is not parsed (the operator needs only its version). The request is
+    // built before this returns: the arguments need not outlive the call.
+    Awaitable<std::optional<std::string>> patch_version(const structs::Resource& resource,
+                                                        const std::string& namespace_,
+                                                        const std::string& name, PatchType type,
+                                                        const json& patch,
+                                                        const std::string& subresource = "");
     Awaitable<json> remove(structs::Resource resource, std::string namespace_, std::string name,
                            DeleteOptions options = {});
     // A core v1 Event about `involved` (an object body or an ObjectReference); type is

@@ -124,11 +124,17 @@ void StatusProgressStorage::store(const std::string& key, const json& record, co
 }
 
 void StatusProgressStorage::purge(const std::string& key, const json& body, Patch& patch) const {
+    // Mostly there is nothing to purge: no path is built for that.
+    const auto has_key = [&key](const json* parent) {
+        return parent && parent->is_object() && parent->contains(key);
+    };
+    const bool in_body = has_key(dicts::resolve(body, field_));
+    if (!in_body && !has_key(dicts::resolve(patch.merge, field_))) return;
     auto path = field_;
     path.push_back(key);
-    if (dicts::resolve(body, path)) {
+    if (in_body) {
         dicts::ensure(patch.merge, path, nullptr);
-    } else if (dicts::resolve(patch.merge, path)) {
+    } else {
         dicts::remove(patch.merge, path);
     }
 }

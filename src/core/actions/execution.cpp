@@ -21,7 +21,7 @@ const json& null_json() {
     static const json null;
     return null;
 }
-const json& sub_or_empty(const json& body, const dicts::FieldPath& path) {
+const json& sub_or_empty(const json& body, std::initializer_list<std::string_view> path) {
     const json* v = dicts::resolve(body, path);
     return v ? *v : empty_object();
 }
