@@ -108,17 +108,19 @@ class ObjectLogger final : public kopf::Logger {
     std::shared_ptr<PostingContext> posting_;
 };
 
-// One served resource kind: its API and public descriptions, and its objects' memories.
+// One served resource kind: its API and public descriptions.
 struct ServedKind {
     structs::Resource api;
     kopf::Resource public_;
     std::string name;  // api.to_string()
-    reactor::ResourceMemories memories;
 };
 
+// One object of a served kind: its memory lives here, found with the same lookup as the rest
+// (a separate map of memories by uid showed in profiles).
 struct ObjectEntry {
     std::shared_ptr<ServedKind> kind;
     unsigned long events = 0;  // a touch-dummy is sent only if no event came meanwhile
+    std::optional<reactor::ResourceMemory> memory;  // from its first processing on
 };
 
 }  // namespace
@@ -288,13 +290,13 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         }
     }
 
-    // The served kind of `resource`, created on first use; kept while the operator runs (the
-    // memories of its objects outlive a CRD's brief absence).
+    // The served kind of `resource`, created on first use; kept while the operator runs (its
+    // objects and their memories outlive a CRD's brief absence).
     std::shared_ptr<ServedKind> kind_of(const structs::Resource& resource) {
         auto& kind = kinds[resource.to_string()];
         if (!kind) {
             kind = std::make_shared<ServedKind>(
-                ServedKind{resource, to_public(resource), resource.to_string(), {}});
+                ServedKind{resource, to_public(resource), resource.to_string()});
         }
         return kind;
     }
@@ -436,16 +438,17 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     };
 
     Task<Processed> process_task(std::string key, json event) {
-        const std::shared_ptr<ServedKind> kind = objects.at(key).kind;  // alive for the cycle
+        // The entry stays while its object is processed: only this cycle erases it.
+        ObjectEntry& entry = objects.at(key);
+        const std::shared_ptr<ServedKind> kind = entry.kind;  // alive for the cycle
         const kopf::Resource& public_resource = kind->public_;
-        auto& memories = kind->memories;
-        auto& memory = memories.recall(event, memo);
+        if (!entry.memory) entry.memory = reactor::ResourceMemory::first(event, memo);
+        reactor::ResourceMemory& memory = *entry.memory;
         // Named first: g++ 12 destroys argument temporaries of a co_await twice.
         auto processing =
             reactor::process_resource_event(env, public_resource, memory, std::move(event));
         auto outcome = co_await std::move(processing);
         if (outcome.gone) {
-            memories.forget(outcome.body);
             objects.erase(key);
             co_return Processed{};
         }

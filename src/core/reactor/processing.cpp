@@ -181,13 +181,16 @@ ResourceMemory& ResourceMemories::recall(const json& raw_event, const Memo& memo
     const json& body = raw_event.contains("object") ? raw_event["object"] : raw_event;
     auto key = uid_of(body);
     auto it = memories_.find(key);
-    if (it == memories_.end()) {
-        ResourceMemory memory;
-        memory.memo = memobase.copy();
-        memory.noticed_by_listing = !raw_event.contains("type") || raw_event["type"].is_null();
-        it = memories_.emplace(key, std::move(memory)).first;
-    }
+    if (it == memories_.end())
+        it = memories_.emplace(key, ResourceMemory::first(raw_event, memobase)).first;
     return it->second;
+}
+
+ResourceMemory ResourceMemory::first(const json& raw_event, const Memo& memobase) {
+    ResourceMemory memory;
+    memory.memo = memobase.copy();
+    memory.noticed_by_listing = !raw_event.contains("type") || raw_event["type"].is_null();
+    return memory;
 }
 
 void ResourceMemories::forget(const json& body) {

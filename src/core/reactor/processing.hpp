@@ -48,6 +48,10 @@ struct ResourceMemory {
     bool fully_handled_once = false;       ///< all handlers succeeded once (no more resuming)
     std::vector<Patch::Fn> remaining_fns;  ///< transformations not applied yet (HTTP 422)
     std::shared_ptr<Logger> logger;        ///< the object's logger, made on its first event
+
+    /// The memory of an object first processed with `raw_event` (a shallow copy of `memobase`).
+    /// A raw event with a null/absent "type" marks the object as noticed by listing.
+    static ResourceMemory first(const json& raw_event, const Memo& memobase);
 };
 
 /// Memories of objects of one resource kind, by metadata.uid.
