@@ -211,8 +211,16 @@ struct ApiClient::Impl {
         BackoffSequence backoff(settings.error_backoffs);
         int unauthorized = 0;
         while (true) {
-            co_await throttle();
-            auto item = co_await credentials();
+            // The common cases without a coroutine frame each: no rate limit, and credentials
+            // at hand.
+            if (settings.qps > 0) co_await throttle();
+            std::optional<VaultItem> selected = vault->select();
+            if (!selected) {
+                // Named first: g++ 12 destroys argument temporaries of a co_await twice.
+                auto relogging = credentials();
+                selected = co_await std::move(relogging);
+            }
+            const VaultItem& item = *selected;
             try {
                 request.authorization = authorization_header(item.info);
             } catch (const std::runtime_error& e) {
@@ -273,10 +281,6 @@ struct ApiClient::Impl {
             request.body = dump_json(*body);
             request.content_type = std::move(content_type);
         }
-        return send_text(std::move(request));
-    }
-
-    Awaitable<std::string> send_text(HttpRequest request) {
         auto sending = send(std::move(request));
         auto response = co_await std::move(sending);
         co_return std::move(response.body);
@@ -398,9 +402,9 @@ Awaitable<json> ApiClient::patch(Resource resource, std::string namespace_, std:
 }
 
 namespace {
-Awaitable<std::optional<std::string>> version_of(Awaitable<std::string> answer) {
-    const std::string text = co_await std::move(answer);
-    co_return find_resource_version(text);
+Awaitable<std::optional<std::string>> version_of(Awaitable<HttpResponse> answer) {
+    const HttpResponse response = co_await std::move(answer);
+    co_return find_resource_version(response.body);
 }
 }  // namespace
 
@@ -415,7 +419,7 @@ Awaitable<std::optional<std::string>> ApiClient::patch_version(const Resource& r
     request.target = resource.path(namespace_, name, subresource, impl_->write_params());
     request.body = dump_json(patch);
     request.content_type = content_type_of(type);
-    return version_of(impl_->send_text(std::move(request)));
+    return version_of(impl_->send(std::move(request)));
 }
 
 Awaitable<json> ApiClient::remove(Resource resource, std::string namespace_, std::string name,
