@@ -333,7 +333,9 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     if (options.peering_name) settings.peering.name = *options.peering_name;
     if (options.priority) settings.peering.priority = *options.priority;
 
-    asio::io_context io;
+    // One thread runs the loop (the worker pool only posts into it): Asio then queues the
+    // loop's own completions without taking its lock (5 lock pairs per handled object).
+    asio::io_context io{1};
     // This operator's own Events (settings.posting): for the handlers on this thread (the
     // loop) and in the worker pool, and for threads of no operator while it runs. Declared
     // before the worker pool, whose synchronous handlers may post until its join at the end.
