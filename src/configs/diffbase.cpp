@@ -128,9 +128,8 @@ void AnnotationsDiffBaseStorage::store(const json& body, Patch& patch, const jso
     encoded += '\n';  // a trailing newline, as Kopf writes it
     const auto& keys = cached_keys(key_, &body);
     json& annotations = patch.merge["metadata"]["annotations"];
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-        annotations[keys[i]] = i + 1 < keys.size() ? encoded : std::move(encoded);
-    }
+    for (std::size_t i = 0; i + 1 < keys.size(); ++i) annotations[keys[i]] = encoded;
+    if (!keys.empty()) annotations[keys.back()] = std::move(encoded);
     store_marker(body, patch);
 }
 
