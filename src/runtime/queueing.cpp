@@ -43,7 +43,7 @@ void ObjectQueues::push(const std::string& key, json event) {
     if (created) {
         if (has_slot()) {
             ++running_;
-            process(key);
+            process(key, worker);
         } else {
             waiting_.push_back(key);
         }
@@ -51,7 +51,7 @@ void ObjectQueues::push(const std::string& key, json event) {
     }
     switch (worker.state) {
         case State::idle:
-            process(key);
+            process(key, worker);
             break;
         case State::consistency:
             forget_noop_echo(key, worker);
@@ -59,9 +59,9 @@ void ObjectQueues::push(const std::string& key, json event) {
             if (version && version == worker.expected_version) {
                 if (worker.expected_is_noop) {
                     worker.latest.reset();
-                    go_idle(key);
+                    go_idle(key, worker);
                 } else {
-                    process(key);
+                    process(key, worker);
                 }
             } else {
                 // Someone else's change came first: our patch's event will carry it too.
@@ -79,8 +79,7 @@ void ObjectQueues::push(const std::string& key, json event) {
     }
 }
 
-void ObjectQueues::process(const std::string& key) {
-    Worker& worker = workers_.at(key);
+void ObjectQueues::process(const std::string& key, Worker& worker) {
     worker.state = State::busy;
     ++worker.generation;
     worker.expected_version.reset();
@@ -96,14 +95,13 @@ void ObjectQueues::process(const std::string& key) {
                    executor_.post([this, key, generation, version, echo_is_noop] {
                        auto it = workers_.find(key);
                        if (it == workers_.end() || it->second.generation != generation) return;
-                       on_done(key, version, echo_is_noop);
+                       on_done(key, it->second, version, echo_is_noop);
                    });
                });
 }
 
-void ObjectQueues::on_done(const std::string& key, std::optional<std::string> version,
-                           bool echo_is_noop) {
-    Worker& worker = workers_.at(key);
+void ObjectQueues::on_done(const std::string& key, Worker& worker,
+                           std::optional<std::string> version, bool echo_is_noop) {
     if (stopping_) {
         release(key);
         check_finished();
@@ -135,9 +133,9 @@ void ObjectQueues::on_done(const std::string& key, std::optional<std::string> ve
         return;
     }
     if (worker.latest)
-        process(key);
+        process(key, worker);
     else
-        go_idle(key);
+        go_idle(key, worker);
 }
 
 std::optional<std::string> ObjectQueues::drop_echo(const std::string& version,
@@ -149,11 +147,11 @@ std::optional<std::string> ObjectQueues::drop_echo(const std::string& version,
     noop_echoes_.erase(echo);
     const auto it = workers_.find(key);
     if (stopping_ || it == workers_.end()) return std::nullopt;
-    const Worker& worker = it->second;
+    Worker& worker = it->second;
     if (worker.state != State::consistency || !worker.expected_is_noop ||
         worker.expected_version != version)
         return std::nullopt;
-    go_idle(key);
+    go_idle(key, worker);
     return key;
 }
 
@@ -173,13 +171,12 @@ void ObjectQueues::on_consistency_timeout(const std::string& key) {
     forget_noop_echo(key, worker);
     // The patched version never arrived: go on with what we have.
     if (worker.latest)
-        process(key);
+        process(key, worker);
     else
-        go_idle(key);
+        go_idle(key, worker);
 }
 
-void ObjectQueues::go_idle(const std::string& key) {
-    Worker& worker = workers_.at(key);
+void ObjectQueues::go_idle(const std::string& key, Worker& worker) {
     worker.state = State::idle;
     const unsigned long generation = ++worker.generation;
     set_deadline(idle_deadlines_, options_.idle_timeout, key, generation, &ObjectQueues::release);
@@ -219,9 +216,10 @@ void ObjectQueues::release(const std::string& key) {
     while (!stopping_ && !waiting_.empty() && has_slot()) {
         const std::string next = waiting_.front();
         waiting_.pop_front();
-        if (!workers_.count(next)) continue;
+        const auto it = workers_.find(next);
+        if (it == workers_.end()) continue;
         ++running_;
-        process(next);
+        process(next, it->second);
     }
 }
 

@@ -72,9 +72,11 @@ class ObjectQueues {
     };
 
     bool has_slot() const;
-    void process(const std::string& key);
-    void on_done(const std::string& key, std::optional<std::string> version, bool echo_is_noop);
-    void go_idle(const std::string& key);
+    // `worker` is workers_.at(key), which the callers have already found.
+    void process(const std::string& key, Worker& worker);
+    void on_done(const std::string& key, Worker& worker, std::optional<std::string> version,
+                 bool echo_is_noop);
+    void go_idle(const std::string& key, Worker& worker);
     // Each kind of timeout has a constant duration, so its deadlines come due in the order they
     // were set: one executor timer at a time serves them all (two timers per handled object
     // showed in profiles).
