@@ -184,9 +184,9 @@ std::string request_head(const Endpoint& endpoint, const HttpRequest& r) {
         throw std::invalid_argument("Unknown HTTP method: " + r.method);
     // Not find_first_of: it asks memchr about every byte of a value (234 calls per patch).
     const auto breaks_line = [](std::string_view text, bool or_space) {
-        return std::any_of(text.begin(), text.end(), [or_space](char c) {
-            return c == '\r' || c == '\n' || (or_space && c == ' ');
-        });
+        return text.find('\r') != std::string_view::npos ||
+               text.find('\n') != std::string_view::npos ||
+               (or_space && text.find(' ') != std::string_view::npos);
     };
     const auto add = [&breaks_line](std::string& out, std::string_view name,
                                     std::string_view value) {
