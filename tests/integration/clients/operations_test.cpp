@@ -1,6 +1,9 @@
 // API operations against the embedded API server over HTTPS, and their typed errors.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <optional>
+
 #include "support/fixture.hpp"
 
 namespace kopf::testing {
@@ -83,6 +86,25 @@ TEST_F(Operations, PatchReturningOnlyTheVersionAnswersTheWrittenVersion) {
     EXPECT_THROW(run(api->patch_version(configmaps(), "default", "cm-absent", PatchType::Merge,
                                         {{"data", {{"a", "2"}}}})),
                  NotFoundError);
+}
+
+// The operator builds the patch, asks for the request, and lets the patch go before the
+// request is awaited: everything is taken when the call is made (ASan would catch a late read).
+TEST_F(Operations, PatchReturningOnlyTheVersionNeedsItsArgumentsOnlyDuringTheCall) {
+    auto api = make_client(admin());
+    run(api->create(configmaps(), "default", configmap("cm-early", {{"a", "1"}})));
+    std::optional<kopf::clients::Awaitable<std::optional<std::string>>> request;
+    {
+        const auto resource = std::make_unique<kopf::structs::Resource>(configmaps());
+        const auto name = std::make_unique<std::string>("cm-early");
+        const auto patch = std::make_unique<json>(json{{"data", {{"a", "early"}}}});
+        request.emplace(api->patch_version(*resource, "default", *name, PatchType::Merge, *patch));
+    }
+    const auto version = run(std::move(*request));
+    const auto stored = run(api->get(configmaps(), "default", "cm-early"));
+    ASSERT_TRUE(version.has_value());
+    EXPECT_EQ(*version, stored["metadata"]["resourceVersion"]);
+    EXPECT_EQ(stored["data"]["a"], "early");
 }
 
 TEST_F(Operations, JsonPatchWithFailingTestRaisesUnprocessable) {
