@@ -271,9 +271,9 @@ struct ApiClient::Impl {
         }
     }
 
-    // The answer's body text, unparsed.
-    Awaitable<std::string> call_text(std::string method, std::string path,
-                                     const std::optional<json>& body, std::string content_type) {
+    // A request with `body` serialised (the content type goes only with a body).
+    static HttpRequest make_request(std::string method, std::string path, const json* body,
+                                    std::string content_type) {
         HttpRequest request;
         request.method = std::move(method);
         request.target = std::move(path);
@@ -281,7 +281,14 @@ struct ApiClient::Impl {
             request.body = dump_json(*body);
             request.content_type = std::move(content_type);
         }
-        auto sending = send(std::move(request));
+        return request;
+    }
+
+    // The answer's body text, unparsed.
+    Awaitable<std::string> call_text(std::string method, std::string path,
+                                     const std::optional<json>& body, std::string content_type) {
+        auto sending = send(make_request(std::move(method), std::move(path),
+                                         body ? &*body : nullptr, std::move(content_type)));
         auto response = co_await std::move(sending);
         co_return std::move(response.body);
     }
@@ -414,12 +421,9 @@ Awaitable<std::optional<std::string>> ApiClient::patch_version(const Resource& r
                                                                PatchType type, const json& patch,
                                                                const std::string& subresource) {
     // Not a coroutine: the request is built now, so the patch is serialised, not copied.
-    HttpRequest request;
-    request.method = "PATCH";
-    request.target = resource.path(namespace_, name, subresource, impl_->write_params());
-    request.body = dump_json(patch);
-    request.content_type = content_type_of(type);
-    return version_of(impl_->send(std::move(request)));
+    return version_of(impl_->send(Impl::make_request(
+        "PATCH", resource.path(namespace_, name, subresource, impl_->write_params()), &patch,
+        content_type_of(type))));
 }
 
 Awaitable<json> ApiClient::remove(Resource resource, std::string namespace_, std::string name,

@@ -4,7 +4,6 @@
 #include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>

@@ -132,7 +132,7 @@ std::string StorageKeyConvention::make_v2_key(const std::string& key) const {
 
 std::vector<std::string> StorageKeyConvention::make_keys(const std::string& key,
                                                          const json* body) const {
-    return keys_of(is_owned_replicaset(body) ? key + kReplicaSetMark : key);
+    return cached_keys(key, body);
 }
 
 std::vector<std::string> StorageKeyConvention::keys_of(const std::string& marked) const {
