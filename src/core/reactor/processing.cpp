@@ -28,15 +28,6 @@ Logger& object_logger(const ProcessingEnv& env, ResourceMemory& memory, const js
     return *memory.logger;
 }
 
-std::string uid_of(const json& body) {
-    const json* uid = dicts::resolve(body, {"metadata", "uid"});
-    if (uid && uid->is_string()) return uid->get<std::string>();
-    const json* ns = dicts::resolve(body, {"metadata", "namespace"});
-    const json* name = dicts::resolve(body, {"metadata", "name"});
-    return (ns && ns->is_string() ? ns->get<std::string>() : "") + "/" +
-           (name && name->is_string() ? name->get<std::string>() : "");
-}
-
 bool has_event_handlers(const ProcessingEnv& env, const Resource& resource) {
     for (const auto& h : env.registry.watching) {
         if (h.selector.check(resource)) return true;
@@ -177,24 +168,11 @@ Task<std::vector<double>> process_changing_cause(const ProcessingEnv& env, const
 
 }  // namespace
 
-ResourceMemory& ResourceMemories::recall(const json& raw_event, const Memo& memobase) {
-    const json& body = raw_event.contains("object") ? raw_event["object"] : raw_event;
-    auto key = uid_of(body);
-    auto it = memories_.find(key);
-    if (it == memories_.end())
-        it = memories_.emplace(key, ResourceMemory::first(raw_event, memobase)).first;
-    return it->second;
-}
-
 ResourceMemory ResourceMemory::first(const json& raw_event, const Memo& memobase) {
     ResourceMemory memory;
     memory.memo = memobase.copy();
     memory.noticed_by_listing = !raw_event.contains("type") || raw_event["type"].is_null();
     return memory;
-}
-
-void ResourceMemories::forget(const json& body) {
-    memories_.erase(uid_of(body));
 }
 
 std::optional<double> ProcessingOutcome::delay() const {

@@ -3,11 +3,11 @@
 //
 // How the runtime uses it, per object (one worker per object, events batched to the latest):
 //
-//     kopf::reactor::ResourceMemories memories;           // per resource kind
-//     auto& memory = memories.recall(raw_event, settings_memo);
+//     // The runtime keeps each object's memory with the rest of its per-object state.
+//     if (!entry.memory) entry.memory = kopf::reactor::ResourceMemory::first(raw_event, memo);
 //     kopf::reactor::ProcessingOutcome out =
-//         co_await kopf::reactor::process_resource_event(env, resource, memory, raw_event);
-//     if (out.gone) memories.forget(raw_event["object"]);
+//         co_await kopf::reactor::process_resource_event(env, resource, *entry.memory, raw_event);
+//     if (out.gone) forget(entry);
 //     auto applied = co_await kopf::reactor::apply_outcome(applier, env, resource, memory, out);
 //     // applied.resource_version: wait for it in the watch stream (consistency) before the next
 //     // processing of this object; applied.wakeup_after: if no event comes within that many
@@ -31,7 +31,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "core/actions/execution.hpp"
@@ -52,19 +51,6 @@ struct ResourceMemory {
     /// The memory of an object first processed with `raw_event` (a shallow copy of `memobase`).
     /// A raw event with a null/absent "type" marks the object as noticed by listing.
     static ResourceMemory first(const json& raw_event, const Memo& memobase);
-};
-
-/// Memories of objects of one resource kind, by metadata.uid.
-class ResourceMemories {
-  public:
-    /// The memory of the event's object; created (with a shallow copy of `memobase`) if new.
-    /// A raw event with a null/absent "type" marks the object as noticed by listing.
-    ResourceMemory& recall(const json& raw_event, const Memo& memobase);
-    void forget(const json& body);
-    std::size_t size() const { return memories_.size(); }
-
-  private:
-    std::unordered_map<std::string, ResourceMemory> memories_;
 };
 
 /// The inputs that stay the same across events.

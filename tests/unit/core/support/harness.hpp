@@ -4,12 +4,39 @@
 
 #include <kopf/kopf.hpp>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/actions/virtual_executor.hpp"
 #include "core/reactor/processing.hpp"
 
 namespace kopf::testing {
+
+/// The memories of the harness's objects, by metadata.uid (the runtime keeps each object's
+/// memory in its own per-object entry).
+class ResourceMemories {
+  public:
+    reactor::ResourceMemory& recall(const json& raw_event, const Memo& memobase) {
+        const json& body = raw_event.contains("object") ? raw_event["object"] : raw_event;
+        auto it = memories_.find(uid_of(body));
+        if (it == memories_.end())
+            it =
+                memories_.emplace(uid_of(body), reactor::ResourceMemory::first(raw_event, memobase))
+                    .first;
+        return it->second;
+    }
+    void forget(const json& body) { memories_.erase(uid_of(body)); }
+    std::size_t size() const { return memories_.size(); }
+
+  private:
+    // The uid, or "namespace/name" for objects without one.
+    static std::string uid_of(const json& body) {
+        const json meta = body.value("metadata", json::object());
+        if (meta.contains("uid") && meta["uid"].is_string()) return meta["uid"].get<std::string>();
+        return meta.value("namespace", std::string()) + "/" + meta.value("name", std::string());
+    }
+    std::unordered_map<std::string, reactor::ResourceMemory> memories_;
+};
 
 struct RecordingLogger : Logger {
     std::vector<std::pair<LogLevel, std::string>>* lines;
@@ -47,7 +74,7 @@ struct Harness {
     Registry registry;
     OperatorSettings settings;
     Resource resource = kopfexamples();
-    reactor::ResourceMemories memories;
+    ResourceMemories memories;
     Memo memobase;
     std::vector<std::pair<LogLevel, std::string>> lines;
     LogLevel log_level = LogLevel::DEBUG;  // the object loggers' level
