@@ -2,6 +2,7 @@
 #   <prefix>/include/kopf/...                  public headers
 #   <prefix>/lib/libkopf.so                    the framework library
 #   <prefix>/bin/kopf                          the command line
+#   <prefix>/lib/libkopf_apiserver*.so         its API server, in sanitizer builds only
 #   <prefix>/lib/cmake/kopf/kopfConfig.cmake   find_package(kopf) -> kopf::kopf
 #   <prefix>/lib/pkgconfig/kopf.pc             pkg-config --cflags --libs kopf
 include(GNUInstallDirs)
@@ -28,6 +29,12 @@ install(TARGETS kopf EXPORT kopfTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS kopf_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(KOPF_APISERVER_SHARED)
+  # The command's embedded API server, when it is built as shared libraries (sanitizer builds).
+  set(KOPF_APISERVER_TARGETS kopf_apiserver kopf_apiserver_core kopf_apiserver_util)
+  set_target_properties(${KOPF_APISERVER_TARGETS} PROPERTIES INSTALL_RPATH "$ORIGIN")
+  install(TARGETS ${KOPF_APISERVER_TARGETS} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 
 install(EXPORT kopfTargets NAMESPACE kopf:: DESTINATION ${KOPF_INSTALL_CMAKEDIR})
 configure_package_config_file(${KOPF_ROOT_DIR}/cmake/kopfConfig.cmake.in
