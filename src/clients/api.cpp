@@ -222,14 +222,14 @@ struct ApiClient::Impl {
             }
             const VaultItem& item = *selected;
             try {
-                request.authorization = authorization_header(item.info);
+                request.authorization = authorization_header(*item.info);
             } catch (const std::runtime_error& e) {
                 throw structs::LoginError(e.what());
             }
             std::optional<HttpResponse> response;
             std::string failure;
             try {
-                response = co_await transport.request(item.info, request, timeouts());
+                response = co_await transport.request(*item.info, request, timeouts());
             } catch (const ConnectionError& e) {
                 failure = e.what();
             }
@@ -569,7 +569,7 @@ Awaitable<void> ApiClient::watch_objs(Resource resource, std::string namespace_,
             co_await impl_->throttle();
             auto item = co_await impl_->credentials();
             try {
-                request.authorization = authorization_header(item.info);
+                request.authorization = authorization_header(*item.info);
             } catch (const std::runtime_error& e) {
                 throw structs::LoginError(e.what());
             }
@@ -621,7 +621,7 @@ Awaitable<void> ApiClient::watch_objs(Resource resource, std::string namespace_,
                 }
             };
             auto response = co_await impl_->transport.stream(
-                item.info, request, impl_->timeouts(), settings.inactivity_timeout, deadline,
+                *item.info, request, impl_->timeouts(), settings.inactivity_timeout, deadline,
                 [&](std::string_view chunk) { lines.feed(chunk, on_line); }, stop);
             if (response.status == 401) {
                 impl_->vault->invalidate(item);

@@ -1,5 +1,6 @@
 #include "clients/json_codec.hpp"
 
+#include <algorithm>
 #include <boost/json/basic_parser_impl.hpp>
 #include <charconv>
 #include <cmath>
@@ -226,7 +227,9 @@ void append_escape(std::string& out, unsigned char c) {
 
 void append_string(std::string& out, const std::string& s) {
     const std::size_t start = out.size();
-    out.reserve(start + s.size() + 2);
+    // Geometric growth: reserving the exact size reallocated the output at every string.
+    if (const std::size_t needed = start + s.size() + 2; needed > out.capacity())
+        out.reserve(std::max(needed, 2 * out.capacity()));
     out += '"';
     std::size_t i = 0;
     while (true) {

@@ -21,35 +21,38 @@ bool same_credentials(const ConnectionInfo& a, const ConnectionInfo& b) {
 
 void Vault::populate(std::map<std::string, ConnectionInfo> items) {
     std::lock_guard lock(mutex_);
-    items_ = std::move(items);
+    items_.clear();
+    for (auto& [key, info] : items)
+        items_.emplace(key, std::make_shared<const ConnectionInfo>(std::move(info)));
     ++generation_;
 }
 
 void Vault::put(const std::string& key, ConnectionInfo info) {
     std::lock_guard lock(mutex_);
-    items_[key] = std::move(info);
+    items_[key] = std::make_shared<const ConnectionInfo>(std::move(info));
     ++generation_;
 }
 
 std::optional<VaultItem> Vault::select(Clock::time_point now) {
     std::lock_guard lock(mutex_);
-    std::optional<VaultItem> best;
+    auto best = items_.end();
     for (auto it = items_.begin(); it != items_.end();) {
-        if (it->second.expiration && *it->second.expiration <= now) {
+        if (it->second->expiration && *it->second->expiration <= now) {
             it = items_.erase(it);
             continue;
         }
-        if (!best || it->second.priority > best->info.priority)
-            best = VaultItem{it->first, it->second};
+        if (best == items_.end() || it->second->priority > best->second->priority) best = it;
         ++it;
     }
-    return best;
+    if (best == items_.end()) return std::nullopt;
+    return VaultItem{best->first, best->second};
 }
 
 void Vault::invalidate(const VaultItem& item) {
     std::lock_guard lock(mutex_);
     auto it = items_.find(item.key);
-    if (it != items_.end() && same_credentials(it->second, item.info)) items_.erase(it);
+    if (it != items_.end() && item.info && same_credentials(*it->second, *item.info))
+        items_.erase(it);
 }
 
 bool Vault::empty(Clock::time_point now) {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -27,7 +28,9 @@ class LoginError : public std::runtime_error {
 
 struct VaultItem {
     std::string key;  // the login handler's id
-    ConnectionInfo info;
+    // Shared with the vault: every request selects its credentials, and copying them was
+    // three strings per request.
+    std::shared_ptr<const ConnectionInfo> info;
 };
 
 class Vault {
@@ -52,7 +55,7 @@ class Vault {
 
   private:
     mutable std::mutex mutex_;
-    std::map<std::string, ConnectionInfo> items_;
+    std::map<std::string, std::shared_ptr<const ConnectionInfo>> items_;
     std::uint64_t generation_ = 0;
 };
 

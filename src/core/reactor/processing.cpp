@@ -106,6 +106,8 @@ Task<std::vector<double>> process_changing_cause(const ProcessingEnv& env, const
         auto owned = intents::get_resource_handlers(env.registry.changing, resource);
         auto selected = intents::get_changing_handlers(env.registry.changing, cause, cause_ctx);
         std::vector<std::string> owned_ids, selected_ids;
+        owned_ids.reserve(owned.size());
+        selected_ids.reserve(selected.size());
         for (auto* h : owned) owned_ids.push_back(h->id);
         for (auto* h : selected) selected_ids.push_back(h->id);
 

@@ -21,14 +21,14 @@ ConnectionInfo token(const std::string& value, int priority = 0) {
 TEST(Vault, HighestPriorityWins) {
     Vault vault;
     vault.populate({{"a", token("low", 1)}, {"b", token("high", 10)}});
-    EXPECT_EQ(vault.select()->info.token, "high");
+    EXPECT_EQ(vault.select()->info->token, "high");
 }
 
 TEST(Vault, InvalidatedCredentialsAreNotOfferedAgain) {
     Vault vault;
     vault.populate({{"a", token("low", 1)}, {"b", token("high", 10)}});
     vault.invalidate(*vault.select());
-    EXPECT_EQ(vault.select()->info.token, "low");
+    EXPECT_EQ(vault.select()->info->token, "low");
     vault.invalidate(*vault.select());
     EXPECT_TRUE(vault.empty());
 }
@@ -39,7 +39,7 @@ TEST(Vault, LateInvalidationDoesNotDropNewerCredentials) {
     auto old = *vault.select();
     vault.populate({{"a", token("new")}});
     vault.invalidate(old);
-    EXPECT_EQ(vault.select()->info.token, "new");
+    EXPECT_EQ(vault.select()->info->token, "new");
 }
 
 TEST(Vault, ExpiredCredentialsAreDropped) {
