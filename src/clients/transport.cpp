@@ -4,6 +4,7 @@
 #include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -17,6 +18,7 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/url/parse.hpp>
 #include <deque>
+#include <exception>
 #include <map>
 #include <tuple>
 
@@ -135,6 +137,39 @@ std::shared_ptr<ssl::context> make_ssl_context(const ConnectionInfo& c) {
 // Read buffers: one recv takes up to this much (Beast reads no more than the free capacity).
 constexpr std::size_t kRequestReadBuffer = 16 * 1024;
 constexpr std::size_t kStreamReadBuffer = 64 * 1024;
+
+// A response body read into a string. Beast's string_body grows its string with resize(),
+// which zero-fills every piece before copying the piece over it; appending copies once.
+struct AppendingStringBody {
+    using value_type = std::string;
+
+    class reader {
+      public:
+        template <bool isRequest, class Fields>
+        reader(http::header<isRequest, Fields>&, value_type& body) : body_(body) {}
+
+        void init(const boost::optional<std::uint64_t>& length, beast::error_code& ec) {
+            // Reserve what the server announces, but not whatever a broken one claims.
+            constexpr std::uint64_t kMaxReserve = 16 * 1024 * 1024;
+            if (length) body_.reserve(static_cast<std::size_t>(std::min(*length, kMaxReserve)));
+            ec = {};
+        }
+        template <class ConstBufferSequence>
+        std::size_t put(const ConstBufferSequence& buffers, beast::error_code& ec) {
+            std::size_t appended = 0;
+            for (const auto buffer : beast::buffers_range_ref(buffers)) {
+                body_.append(static_cast<const char*>(buffer.data()), buffer.size());
+                appended += buffer.size();
+            }
+            ec = {};
+            return appended;
+        }
+        void finish(beast::error_code& ec) { ec = {}; }
+
+      private:
+        value_type& body_;
+    };
+};
 
 struct Connection {
     std::shared_ptr<ssl::context> context;  // outlives the TLS stream
@@ -324,7 +359,7 @@ struct Transport::Impl {
                                                                    const std::string& body) {
         const std::array<asio::const_buffer, 2> request{asio::buffer(head), asio::buffer(body)};
         co_await asio::async_write(stream, request, use_awaitable);
-        http::response_parser<http::string_body> parser;
+        http::response_parser<AppendingStringBody> parser;
         parser.body_limit(boost::none);
         co_await http::async_read(stream, connection.buffer, parser, use_awaitable);
         auto& message = parser.get();
@@ -455,8 +490,31 @@ asio::awaitable<HttpResponse> Transport::stream(
         }
         response.status = static_cast<int>(parser.get().result_int());
         response.retry_after = parse_retry_after(parser.get().base());
-        bool success = response.status >= 200 && response.status < 300;
-        std::array<char, 64 * 1024> chunk;
+        const bool success = response.status >= 200 && response.status < 300;
+        auto deliver = [&](std::string_view data) {
+            if (success) {
+                on_chunk(data);
+            } else if (response.body.size() < 1024 * 1024) {
+                response.body.append(data);
+            }
+        };
+        // A chunked body (every watch stream) is handed over where it was received, in the
+        // connection's buffer, instead of being copied into `chunk` first. The callback runs
+        // inside Beast's parser, so a failure is carried out of it, not thrown through it.
+        std::exception_ptr delivery_failure;
+        auto on_chunk_body = [&](std::uint64_t, beast::string_view data,
+                                 beast::error_code& ec) -> std::size_t {
+            try {
+                deliver(std::string_view(data.data(), data.size()));
+            } catch (...) {
+                delivery_failure = std::current_exception();
+                ec = asio::error::operation_aborted;
+                return 0;
+            }
+            return data.size();
+        };
+        parser.on_chunk_body(on_chunk_body);
+        std::array<char, 64 * 1024> chunk;  // a body without chunked encoding is read into it
         while (!parser.is_done()) {
             parser.get().body().data = chunk.data();
             parser.get().body().size = chunk.size();
@@ -469,15 +527,10 @@ asio::awaitable<HttpResponse> Transport::stream(
                 std::tie(ec, std::ignore) = co_await http::async_read_some(
                     *connection->plain, connection->buffer, parser, asio::as_tuple(use_awaitable));
             }
+            if (delivery_failure) std::rethrow_exception(delivery_failure);
             if (ec == http::error::need_buffer) ec = {};
-            std::size_t received = chunk.size() - parser.get().body().size;
-            if (received > 0) {
-                if (success) {
-                    on_chunk(std::string_view(chunk.data(), received));
-                } else if (response.body.size() < 1024 * 1024) {
-                    response.body.append(chunk.data(), received);
-                }
-            }
+            const std::size_t received = chunk.size() - parser.get().body().size;
+            if (received > 0) deliver(std::string_view(chunk.data(), received));
             if (ec) throw boost::system::system_error(ec);
         }
     } catch (const boost::system::system_error& e) {

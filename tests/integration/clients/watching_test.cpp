@@ -316,6 +316,33 @@ TEST_F(RawWatching, StreamCutInTheMiddleOfAChunkResumes) {
     finish(recorder);
 }
 
+TEST_F(RawWatching, StreamWithoutChunkedEncodingIsReadToItsEnd) {
+    // Chunked bodies are handed over from the receive buffer; a plain body takes another path.
+    std::atomic<int> watches{0};
+    RawServer peer([&](const std::string& line) -> RawReply {
+        if (line.find("watch=true") == std::string::npos)
+            return {RawServer::json_response(list_body())};
+        if (++watches == 1) {
+            const std::string lines = added("a", 11) + added("b", 12);
+            return {"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                        std::to_string(lines.size()) + "\r\n\r\n" + lines,
+                    false};
+        }
+        return {RawServer::chunked_head() + RawServer::chunk(added("c", 13)), true};
+    });
+    auto api = make_client(raw(peer));
+    Recorder recorder;
+    start_watch(*api, recorder);
+    EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "c"); }));
+    EXPECT_TRUE(recorder.saw("ADDED", "a"));
+    EXPECT_TRUE(recorder.saw("ADDED", "b"));
+    EXPECT_EQ(recorder.events.size(), 3u);
+    auto requests = peer.requests();
+    ASSERT_GE(requests.size(), 3u);
+    EXPECT_NE(requests[2].find("resourceVersion=12"), std::string::npos) << requests[2];
+    finish(recorder);
+}
+
 TEST_F(RawWatching, ErrorEventWithGoneRelists) {
     std::atomic<int> watches{0};
     RawServer peer([&](const std::string& line) -> RawReply {
