@@ -171,19 +171,70 @@ struct AppendingStringBody {
     };
 };
 
-struct Connection {
+struct Connection : std::enable_shared_from_this<Connection> {
+    using Clock = std::chrono::steady_clock;
+
+    explicit Connection(const asio::any_io_executor& executor) : watchdog(executor) {}
+
     std::shared_ptr<ssl::context> context;  // outlives the TLS stream
     std::optional<beast::tcp_stream> plain;
     std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
     beast::flat_buffer buffer;
     bool reused = false;
+    bool timed_out = false;  // closed by the watchdog: its operations failed for that reason
 
     beast::tcp_stream& tcp() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
     void close() {
+        disarm();
         boost::system::error_code ec;
         tcp().socket().shutdown(tcp::socket::shutdown_both, ec);
         tcp().socket().close(ec);
     }
+
+    // Requests and streams are timed by one timer per connection, which closes the connection
+    // once the deadline passes. Beast's own timeouts arm and cancel a timer around every read
+    // and write — on a watch stream, a timer-queue insertion, a cancelled completion and often
+    // a timerfd_settime() per read. This one is re-armed only when it fires before a deadline
+    // that has moved on meanwhile.
+    void expire_at(Clock::time_point when) {
+        deadline_ = when;
+        if (when < armed_for_) arm(when);  // otherwise the armed wait fires first and re-arms
+    }
+    // Nothing is timed; the wait is cancelled, so an idle connection keeps nothing pending.
+    void expire_never() {
+        deadline_ = Clock::time_point::max();
+        disarm();
+    }
+
+  private:
+    void arm(Clock::time_point when) {
+        armed_for_ = when;
+        watchdog.expires_at(when);  // a superseded wait completes as cancelled
+        watchdog.async_wait(
+            [weak = weak_from_this(), arming = ++arming_](const boost::system::error_code& ec) {
+                const auto self = weak.lock();
+                if (ec || !self || self->arming_ != arming) return;
+                self->armed_for_ = Clock::time_point::max();
+                if (self->deadline_ == Clock::time_point::max()) return;
+                if (Clock::now() < self->deadline_) {
+                    self->arm(self->deadline_);
+                    return;
+                }
+                self->timed_out = true;
+                self->close();
+            });
+    }
+    void disarm() {
+        if (armed_for_ == Clock::time_point::max()) return;
+        armed_for_ = Clock::time_point::max();
+        ++arming_;
+        watchdog.cancel();
+    }
+
+    asio::steady_timer watchdog;
+    Clock::time_point deadline_ = Clock::time_point::max();
+    Clock::time_point armed_for_ = Clock::time_point::max();  // max: no wait pending
+    std::uint64_t arming_ = 0;
 };
 
 struct Pool {
@@ -289,7 +340,7 @@ struct Transport::Impl {
                                                          const ConnectionInfo& credentials,
                                                          const std::string& key, Timeouts timeouts,
                                                          StopSignal* stop) {
-        auto connection = std::make_shared<Connection>();
+        auto connection = std::make_shared<Connection>(executor);
         connection->buffer.reserve(kRequestReadBuffer);
         if (endpoint.tls) {
             connection->context = context_for(credentials, key);
@@ -407,7 +458,7 @@ asio::awaitable<HttpResponse> Transport::request(const ConnectionInfo& credentia
             } else {
                 connection = co_await impl_->connect(endpoint, credentials, key, timeouts, nullptr);
             }
-            connection->tcp().expires_after(to_steady(timeouts.request));
+            connection->expire_at(std::chrono::steady_clock::now() + to_steady(timeouts.request));
             try {
                 std::pair<HttpResponse, bool> result;
                 if (connection->tls) {
@@ -415,7 +466,7 @@ asio::awaitable<HttpResponse> Transport::request(const ConnectionInfo& credentia
                 } else {
                     result = co_await Impl::exchange(*connection->plain, *connection, head, r.body);
                 }
-                connection->tcp().expires_never();
+                connection->expire_never();
                 if (result.second)
                     keep = connection;
                 else
@@ -424,11 +475,10 @@ asio::awaitable<HttpResponse> Transport::request(const ConnectionInfo& credentia
                 co_return std::move(result.first);
             } catch (const boost::system::system_error& e) {
                 connection->close();
+                const bool timed_out = connection->timed_out || e.code() == beast::error::timeout;
                 // A kept-alive connection may have been closed by the server meanwhile.
-                if (connection->reused && attempt == 0 && e.code() != beast::error::timeout)
-                    continue;
-                std::string reason =
-                    e.code() == beast::error::timeout ? "request timeout" : e.what();
+                if (connection->reused && attempt == 0 && !timed_out) continue;
+                std::string reason = timed_out ? "request timeout" : e.what();
                 throw ConnectionError(fmt::format("{} {} failed: {}", r.method, r.target, reason));
             }
         }
@@ -472,7 +522,7 @@ asio::awaitable<HttpResponse> Transport::stream(
         return limit;
     };
     try {
-        connection->tcp().expires_after(to_steady(timeouts.request));
+        connection->expire_at(std::chrono::steady_clock::now() + to_steady(timeouts.request));
         if (connection->tls) {
             co_await asio::async_write(*connection->tls, request, use_awaitable);
         } else {
@@ -480,7 +530,7 @@ asio::awaitable<HttpResponse> Transport::stream(
         }
         http::response_parser<http::buffer_body> parser;
         parser.body_limit(boost::none);
-        connection->tcp().expires_at(read_deadline());
+        connection->expire_at(read_deadline());
         if (connection->tls) {
             co_await http::async_read_header(*connection->tls, connection->buffer, parser,
                                              use_awaitable);
@@ -518,7 +568,7 @@ asio::awaitable<HttpResponse> Transport::stream(
         while (!parser.is_done()) {
             parser.get().body().data = chunk.data();
             parser.get().body().size = chunk.size();
-            connection->tcp().expires_at(read_deadline());
+            connection->expire_at(read_deadline());
             boost::system::error_code ec;
             if (connection->tls) {
                 std::tie(ec, std::ignore) = co_await http::async_read_some(
@@ -536,7 +586,7 @@ asio::awaitable<HttpResponse> Transport::stream(
     } catch (const boost::system::system_error& e) {
         connection->close();
         if (stop && stop->stopped()) co_return response;
-        if (e.code() == beast::error::timeout) {
+        if (connection->timed_out || e.code() == beast::error::timeout) {
             if (deadline && std::chrono::steady_clock::now() >= *deadline) co_return response;
             throw InactivityTimeout(
                 fmt::format("{} {}: no data for {:.1f}s", r.method, r.target, inactivity.count()));
