@@ -343,6 +343,31 @@ TEST_F(RawWatching, StreamWithoutChunkedEncodingIsReadToItsEnd) {
     finish(recorder);
 }
 
+TEST_F(RawWatching, StreamThatKeepsTalkingOutlivesItsInactivityTimeout) {
+    // The inactivity deadline moves with every read: a stream never silent for as long as the
+    // timeout is kept, however long it lasts.
+    std::atomic<int> watches{0};
+    RawServer peer([&](const std::string& line) -> RawReply {
+        if (line.find("watch=true") == std::string::npos)
+            return {RawServer::json_response(list_body())};
+        if (++watches > 1) return {RawServer::chunked_head(), true};
+        RawReply reply{RawServer::chunked_head() + RawServer::chunk(added("a0", 11)), true};
+        for (int i = 1; i <= 6; ++i)
+            reply.trickle.push_back(RawServer::chunk(added("a" + std::to_string(i), 11 + i)));
+        reply.trickle_every = std::chrono::milliseconds(300);
+        return reply;
+    });
+    auto api = make_client(raw(peer));
+    Recorder recorder;
+    WatchSettings settings;
+    settings.inactivity_timeout = Seconds(1.0);
+    start_watch(*api, recorder, "default", settings);
+    EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "a6"); }));
+    EXPECT_EQ(watches.load(), 1);  // 1.8 s of events 0.3 s apart on the one stream
+    EXPECT_EQ(recorder.events.size(), 7u);
+    finish(recorder);
+}
+
 TEST_F(RawWatching, ErrorEventWithGoneRelists) {
     std::atomic<int> watches{0};
     RawServer peer([&](const std::string& line) -> RawReply {

@@ -49,6 +49,11 @@ struct RawServer::Impl {
         }
         auto reply = script(line);
         asio::write(*socket, asio::buffer(reply.bytes), ec);
+        for (const auto& piece : reply.trickle) {
+            std::this_thread::sleep_for(reply.trickle_every);
+            if (ec || stopping) break;
+            asio::write(*socket, asio::buffer(piece), ec);
+        }
         if (reply.hold_open) {
             std::lock_guard lock(mutex);
             held.push_back(socket);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,9 @@ namespace kopf::testing {
 struct RawReply {
     std::string bytes;
     bool hold_open = false;  // keep the connection open after writing (a live stream)
+    // Written one by one after `bytes`, `trickle_every` apart (a stream that keeps talking).
+    std::vector<std::string> trickle;
+    std::chrono::milliseconds trickle_every{0};
 };
 
 class RawServer {
