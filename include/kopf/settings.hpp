@@ -57,7 +57,7 @@ struct WatchingSettings {
 
 struct QueueingSettings {
     std::optional<int> worker_limit;  ///< max concurrent per-object workers; none = unlimited
-    double idle_timeout = 5.0;        ///< seconds before an idle object worker exits
+    double idle_timeout = 5.0;        ///< seconds before an idle object worker exits (≤ 1% later)
     double exit_timeout = 2.0;        ///< seconds given to workers at shutdown
     std::vector<double> error_delays = {1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610};
     double batch_window = 0.1;  ///< deprecated, no effect

@@ -8,6 +8,10 @@ namespace {
 // Versions remembered while a worker is busy, to recognise its own patch among them.
 constexpr std::size_t kSeenVersionsKept = 64;
 
+// How late, as a share of the idle timeout, an idle worker may exit so that one wake-up of the
+// loop releases every worker that went idle within that span.
+constexpr double kIdleSlackShare = 0.01;
+
 std::optional<std::string> resource_version_of(const json& event) {
     const auto object = event.find("object");
     if (object == event.end() || !object->is_object()) return std::nullopt;
@@ -21,7 +25,9 @@ std::optional<std::string> resource_version_of(const json& event) {
 }  // namespace
 
 ObjectQueues::ObjectQueues(Executor& executor, QueueingOptions options, Processor processor)
-    : executor_(executor), options_(options), processor_(std::move(processor)) {}
+    : executor_(executor), options_(options), processor_(std::move(processor)) {
+    idle_deadlines_.slack = std::max(0.0, options_.idle_timeout) * kIdleSlackShare;
+}
 
 std::size_t ObjectQueues::busy_workers() const {
     return static_cast<std::size_t>(
@@ -81,7 +87,7 @@ void ObjectQueues::push(const std::string& key, json event) {
 
 void ObjectQueues::process(const std::string& key, Worker& worker) {
     worker.state = State::busy;
-    ++worker.generation;
+    worker.generation = ++last_generation_;
     worker.expected_version.reset();
     worker.expected_is_noop = false;
     worker.processing_version = resource_version_of(*worker.latest);
@@ -127,7 +133,7 @@ void ObjectQueues::on_done(const std::string& key, Worker& worker,
         worker.expected_version = version;
         worker.expected_is_noop = echo_is_noop && nothing_came;
         if (worker.expected_is_noop) noop_echoes_.emplace(*version, key);
-        const unsigned long generation = ++worker.generation;
+        const unsigned long generation = worker.generation = ++last_generation_;
         set_deadline(consistency_deadlines_, options_.consistency_timeout, key, generation,
                      &ObjectQueues::on_consistency_timeout);
         return;
@@ -178,7 +184,7 @@ void ObjectQueues::on_consistency_timeout(const std::string& key) {
 
 void ObjectQueues::go_idle(const std::string& key, Worker& worker) {
     worker.state = State::idle;
-    const unsigned long generation = ++worker.generation;
+    const unsigned long generation = worker.generation = ++last_generation_;
     set_deadline(idle_deadlines_, options_.idle_timeout, key, generation, &ObjectQueues::release);
 }
 
@@ -188,10 +194,18 @@ void ObjectQueues::set_deadline(Deadlines& deadlines, double timeout, const std:
     arm(deadlines, expire);
 }
 
+bool ObjectQueues::in_force(const Deadline& deadline) const {
+    const auto it = workers_.find(deadline.key);
+    return it != workers_.end() && it->second.generation == deadline.generation;
+}
+
 void ObjectQueues::arm(Deadlines& deadlines, Expire expire) {
-    if (deadlines.armed || deadlines.due.empty()) return;
+    if (deadlines.armed) return;
+    while (!deadlines.due.empty() && !in_force(deadlines.due.front())) deadlines.due.pop_front();
+    if (deadlines.due.empty()) return;
     deadlines.armed = true;
-    const double delay = std::max(0.0, deadlines.due.front().at - executor_.now());
+    const double delay =
+        std::max(0.0, deadlines.due.front().at + deadlines.slack - executor_.now());
     executor_.post_after(delay, [this, &deadlines, expire] { expire_due(deadlines, expire); });
 }
 
@@ -203,9 +217,7 @@ void ObjectQueues::expire_due(Deadlines& deadlines, Expire expire) {
     while (!deadlines.due.empty() && deadlines.due.front().at <= now + kClockTolerance) {
         Deadline deadline = std::move(deadlines.due.front());
         deadlines.due.pop_front();
-        const auto it = workers_.find(deadline.key);
-        if (it == workers_.end() || it->second.generation != deadline.generation) continue;
-        (this->*expire)(deadline.key);
+        if (in_force(deadline)) (this->*expire)(deadline.key);
     }
     arm(deadlines, expire);
 }

@@ -70,7 +70,7 @@ TEST(ObjectQueues, WorkerLimitHoldsBackOtherObjectsUntilASlotFrees) {
     recorder.finish();
     executor.advance(0);
     EXPECT_EQ(recorder.versions.size(), 1u);  // uid1's worker is idle, still holding the slot
-    executor.advance(1);
+    executor.advance(1.02);                   // its idle timeout, served at most 1% late
     EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "7"}));
 }
 
@@ -86,6 +86,90 @@ TEST(ObjectQueues, IdleWorkersExitAfterIdleTimeout) {
     EXPECT_EQ(queues.workers(), 1u);
     executor.advance(0.2);
     EXPECT_EQ(queues.workers(), 0u);
+}
+
+TEST(ObjectQueues, IdleWorkersNeverExitEarlyAndAtMostOnePercentLate) {
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    QueueingOptions options;
+    options.idle_timeout = 10;
+    ObjectQueues queues(executor, options, recorder.processor());
+    queues.push("uid1", event("ADDED", "1"));
+    recorder.finish();
+    executor.advance(9.999);
+    EXPECT_EQ(queues.workers(), 1u);
+    executor.advance(0.1 + 0.0011);  // t=10.1: a hundredth of the timeout late
+    EXPECT_EQ(queues.workers(), 0u);
+}
+
+// 1,000 objects handled one per millisecond go idle within one second: their workers exit in a
+// few wake-ups of the loop, not in one each (each cost ~30 µs of CPU per object).
+TEST(ObjectQueues, WorkersGoingIdleTogetherExitInAFewWakeUps) {
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    QueueingOptions options;
+    options.idle_timeout = 5;
+    ObjectQueues queues(executor, options, recorder.processor());
+    for (int i = 0; i < 1000; ++i) {
+        queues.push("uid" + std::to_string(i), event("ADDED", "1"));
+        recorder.finish();
+        executor.advance(0.001);
+    }
+    const unsigned long timers_before = executor.timers_set();
+    executor.advance(3.99);  // t=4.99: nobody's idle timeout has come yet
+    EXPECT_EQ(queues.workers(), 1000u);
+    executor.advance(1.1);  // t=6.1: everybody's has, with the 1% slack
+    EXPECT_EQ(queues.workers(), 0u);
+    EXPECT_LE(executor.timers_set() - timers_before, 25u);  // one second in 50 ms spans
+}
+
+// The consistency deadline of a handled object is voided by its echo within milliseconds: the
+// loop is not woken for it seconds later.
+TEST(ObjectQueues, ConsistencyDeadlinesVoidedByTheEchoWakeNobody) {
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    QueueingOptions options;
+    options.consistency_timeout = 5;
+    options.idle_timeout = 1000;
+    ObjectQueues queues(executor, options, recorder.processor());
+    for (int i = 0; i < 100; ++i) {
+        const std::string key = "uid" + std::to_string(i);
+        queues.push(key, event("ADDED", "1"));
+        recorder.finish("2");  // patched: waits for version 2
+        executor.advance(0.001);
+        queues.push(key, event("MODIFIED", "2"));  // the echo: consistent again
+        recorder.finish();
+        executor.advance(0.01);
+    }
+    const unsigned long timers_before = executor.timers_set();
+    executor.advance(10);
+    EXPECT_LE(executor.timers_set() - timers_before, 1u);
+    EXPECT_EQ(recorder.versions.size(), 200u);  // nothing processed by a consistency timeout
+}
+
+// A worker that exited and came back with a new event is not hit by its predecessor's
+// deadlines (consistency waits longer than idle workers live here).
+TEST(ObjectQueues, AReturningObjectIsNotHitByItsFormerWorkersDeadlines) {
+    kopf::testing::ManualExecutor executor;
+    Recorder recorder;
+    QueueingOptions options;
+    options.consistency_timeout = 10;
+    options.idle_timeout = 1;
+    ObjectQueues queues(executor, options, recorder.processor());
+    queues.push("uid1", event("ADDED", "1"));
+    recorder.finish("2");  // waits for version 2 until t=10
+    executor.advance(0);
+    queues.push("uid1", event("MODIFIED", "2"));  // consistent; idle from t=0
+    recorder.finish();
+    executor.advance(2);  // exited at t=1
+    EXPECT_EQ(queues.workers(), 0u);
+    queues.push("uid1", event("MODIFIED", "3"));  // a new worker
+    recorder.finish("4");                         // waits for version 4 until t=12
+    executor.advance(9);                          // t=11: the former worker's t=10 passed
+    queues.push("uid1", event("MODIFIED", "5"));  // not ours: still waiting for 4
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "2", "3"}));
+    executor.advance(1.5);  // t=12.5: this worker's own consistency timeout
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "2", "3", "5"}));
 }
 
 TEST(ObjectQueues, EachWorkerGetsItsOwnTimeoutsThoughTheyShareOneTimer) {

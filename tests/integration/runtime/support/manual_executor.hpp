@@ -12,6 +12,7 @@ class ManualExecutor final : public kopf::Executor {
   public:
     void post(std::function<void()> fn) override { post_after(0, std::move(fn)); }
     void post_after(double seconds, std::function<void()> fn) override {
+        if (seconds > 0) ++timers_set_;
         queue_.emplace(std::make_pair(now_ + seconds, next_++), std::move(fn));
     }
     void run_blocking(std::function<void()> work, std::function<void()> done) override {
@@ -29,10 +30,13 @@ class ManualExecutor final : public kopf::Executor {
         now_ = until;
     }
     double now() const override { return now_; }
+    // How many times a delayed function was scheduled: a real loop's timer wake-ups.
+    unsigned long timers_set() const { return timers_set_; }
 
   private:
     double now_ = 0;
     unsigned long next_ = 0;
+    unsigned long timers_set_ = 0;
     std::multimap<std::pair<double, unsigned long>, std::function<void()>> queue_;
 };
 
