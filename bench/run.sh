@@ -182,6 +182,7 @@ stop_process() {  # SIGTERM, then SIGKILL after 10 s
 
 OPERATOR_PID=""
 RECORDS=""
+WORKER_IDLE_TIMEOUT=5  # settings.queueing.idle_timeout, which the benchmark operator keeps
 start_operator() {
     local log="$WORK/operator.log"
     : >"$log"
@@ -275,6 +276,9 @@ operator_figures() {
     local out
     out=$("${PIN_CORE0[@]}" "$OPERATOR_LOAD" create --url "$SERVER_URL" --objects "$n" --spec-bytes 2048)
     echo "$out"
+    # The objects' workers exit after settings.queueing.idle_timeout: part of each object's cost.
+    wait_idle "$OPERATOR_PID" >/dev/null
+    sleep "$WORKER_IDLE_TIMEOUT"
     wait_idle "$OPERATOR_PID" >/dev/null
     local cpu1 rv1 rss1 hwm
     cpu1=$(cpu_ticks "$OPERATOR_PID")
