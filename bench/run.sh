@@ -305,7 +305,7 @@ operator_figures() {
         local object_bytes
         object_bytes=$("$OPERATOR_LOAD" size --url "$SERVER_URL")
         record "idle RSS, ${n} objects" "$((rss1 / 1024))" "MB"
-        record "idle RSS per watched object beyond RSS at 0 (object JSON: ${object_bytes} B)" \
+        record "idle RSS per watched object at ${n} objects, beyond RSS at 0 (object JSON: ${object_bytes} B)" \
             "$(( (rss1 - rss0) * 1024 / n ))" "B"
     fi
 
