@@ -87,7 +87,7 @@ void ObjectQueues::push(const std::string& key, json event) {
 
 void ObjectQueues::process(const std::string& key, Worker& worker) {
     worker.state = State::busy;
-    worker.generation = ++last_generation_;
+    renew_generation(worker);
     worker.expected_version.reset();
     worker.expected_is_noop = false;
     worker.processing_version = resource_version_of(*worker.latest);
@@ -133,7 +133,7 @@ void ObjectQueues::on_done(const std::string& key, Worker& worker,
         worker.expected_version = version;
         worker.expected_is_noop = echo_is_noop && nothing_came;
         if (worker.expected_is_noop) noop_echoes_.emplace(*version, key);
-        const unsigned long generation = worker.generation = ++last_generation_;
+        const unsigned long generation = renew_generation(worker);
         set_deadline(consistency_deadlines_, options_.consistency_timeout, key, generation,
                      &ObjectQueues::on_consistency_timeout);
         return;
@@ -184,7 +184,7 @@ void ObjectQueues::on_consistency_timeout(const std::string& key) {
 
 void ObjectQueues::go_idle(const std::string& key, Worker& worker) {
     worker.state = State::idle;
-    const unsigned long generation = worker.generation = ++last_generation_;
+    const unsigned long generation = renew_generation(worker);
     set_deadline(idle_deadlines_, options_.idle_timeout, key, generation, &ObjectQueues::release);
 }
 
@@ -192,6 +192,11 @@ void ObjectQueues::set_deadline(Deadlines& deadlines, double timeout, const std:
                                 unsigned long generation, Expire expire) {
     deadlines.due.push_back(Deadline{executor_.now() + timeout, key, generation});
     arm(deadlines, expire);
+}
+
+unsigned long ObjectQueues::renew_generation(Worker& worker) {
+    worker.generation = ++last_generation_;
+    return worker.generation;
 }
 
 bool ObjectQueues::in_force(const Deadline& deadline) const {

@@ -75,6 +75,8 @@ class ObjectQueues {
     };
 
     bool has_slot() const;
+    // Voids the timers of the worker's earlier states; returns its new generation.
+    unsigned long renew_generation(Worker& worker);
     // `worker` is workers_.at(key), which the callers have already found.
     void process(const std::string& key, Worker& worker);
     void on_done(const std::string& key, Worker& worker, std::optional<std::string> version,
