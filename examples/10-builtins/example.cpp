@@ -61,7 +61,8 @@ kopf::Task<void> pod_killer(std::string namespace_, std::string name,
     }
     if (!task->cancelled) {
         task->killed = true;
-        co_await kopf::run_blocking([&] { return kubectl_delete_pod(namespace_, name); });
+        auto delete_pod = [&] { return kubectl_delete_pod(namespace_, name); };
+        co_await kopf::run_blocking(std::move(delete_pod));
     }
 }
 
@@ -76,7 +77,7 @@ kopf::Task<void> pod_in_sight(kopf::Context& ctx) {
         tasks[ctx.namespace_ + "/" + ctx.name] = task;
     }
     ctx.logger.info("=== Pod killing happens in {}s.", timeout);
-    kopf::Executor* executor = co_await current_executor{};
+    kopf::Executor* executor = co_await current_executor();
     kopf::spawn(*executor, pod_killer(ctx.namespace_, ctx.name, task, timeout),
                 [](std::exception_ptr) {});
 }

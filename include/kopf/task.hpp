@@ -8,6 +8,22 @@
 //         co_await kopf::sleep(1.5);
 //         co_return kopf::json{{"message", "slept well"}};
 //     }
+//
+// Temporaries in co_await (the one rule for every coroutine, ours and yours): g++ 12 destroys
+// a lambda's closure or a braced temporary (`Type{...}`, `{...}` as an argument) that is
+// created inside a `co_await` expression twice. When the closure owns heap memory (a captured
+// std::string, std::function or shared_ptr), that is a double free. Name such temporaries
+// before the co_await; plain calls, named objects and `std::move(named)` are safe:
+//
+//     auto work = [data] { return crunch(data); };     // not: co_await run_blocking([data]...)
+//     auto result = co_await kopf::run_blocking(std::move(work));
+//
+// Once named, an argument lives only as long as its name: a coroutine parameter taken by
+// reference must bind to that named object itself, not to a temporary converted from it (a
+// lambda passed for a `const std::function&` dangles at the first suspension). Coroutines
+// take their arguments by value for this reason.
+//
+// The project's sources are checked for this by tests/lint/coroutine_temporaries_test.cpp.
 #pragma once
 
 #include <chrono>
@@ -198,6 +214,7 @@ struct sleep {
 };
 
 /// `co_await kopf::run_blocking(fn)`: run a blocking function on the worker pool.
+/// Pass a named function object (see "Temporaries in co_await" above).
 template <class F>
 struct run_blocking {
     F fn;

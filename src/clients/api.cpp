@@ -160,6 +160,12 @@ struct ApiClient::Impl {
         }
     }
 
+    // A plain coroutine, not a lambda: the login function is copied into its frame, where
+    // it lives until the login returns (see clients/coroutines.hpp on lambdas in co_await).
+    static Awaitable<std::map<std::string, ConnectionInfo>> login_once(ReloginFn login) {
+        co_return login();
+    }
+
     // The best credentials; when none are left, one re-login for all waiting requests.
     Awaitable<VaultItem> credentials() {
         while (true) {
@@ -179,12 +185,10 @@ struct ApiClient::Impl {
             std::map<std::string, ConnectionInfo> fresh;
             spdlog::info("Re-authenticating: no valid credentials are left.");
             try {
-                fresh = co_await asio::co_spawn(
-                    workers.get_executor(),
-                    [fn = relogin]() -> Awaitable<std::map<std::string, ConnectionInfo>> {
-                        co_return fn();
-                    },
-                    use_awaitable);
+                // The login runs on its own thread: it may block (token files, exec plugins).
+                auto logging_in =
+                    asio::co_spawn(workers.get_executor(), login_once(relogin), use_awaitable);
+                fresh = co_await std::move(logging_in);
             } catch (...) {
                 failure = std::current_exception();
             }
@@ -370,10 +374,11 @@ Awaitable<std::string> ApiClient::list_pages(Resource resource, std::string name
 
 Awaitable<json> ApiClient::list(Resource resource, std::string namespace_, ListOptions options) {
     json items = json::array();
-    auto version =
-        co_await list_pages(resource, namespace_, options, 500, [&](std::vector<json>&& page) {
-            for (auto& item : page) items.push_back(std::move(item));
-        });
+    auto collect = [&](std::vector<json>&& page) {
+        for (auto& item : page) items.push_back(std::move(item));
+    };
+    auto listing = list_pages(resource, namespace_, options, 500, std::move(collect));
+    auto version = co_await std::move(listing);
     co_return json{{"apiVersion", resource.api_version()},
                    {"kind", resource.kind + "List"},
                    {"metadata", {{"resourceVersion", version}}},
@@ -543,12 +548,12 @@ Awaitable<void> ApiClient::watch_objs(Resource resource, std::string namespace_,
         std::optional<double> retry_after;
         try {
             if (!resource_version) {
-                resource_version =
-                    co_await list_pages(resource, namespace_, options, settings.list_page_size,
-                                        [&](std::vector<json>&& items) {
-                                            for (auto& item : items)
-                                                deliver(WatchEvent{"", std::move(item), true});
-                                        });
+                auto deliver_listed = [&](std::vector<json>&& items) {
+                    for (auto& item : items) deliver(WatchEvent{"", std::move(item), true});
+                };
+                auto listing = list_pages(resource, namespace_, options, settings.list_page_size,
+                                          std::move(deliver_listed));
+                resource_version = co_await std::move(listing);
                 if (on_listed) on_listed();
             }
             std::vector<std::pair<std::string, std::string>> params{
@@ -620,9 +625,11 @@ Awaitable<void> ApiClient::watch_objs(Resource resource, std::string namespace_,
                         type);
                 }
             };
-            auto response = co_await impl_->transport.stream(
-                *item.info, request, impl_->timeouts(), settings.inactivity_timeout, deadline,
-                [&](std::string_view chunk) { lines.feed(chunk, on_line); }, stop);
+            auto feed = [&](std::string_view chunk) { lines.feed(chunk, on_line); };
+            auto streaming =
+                impl_->transport.stream(*item.info, request, impl_->timeouts(),
+                                        settings.inactivity_timeout, deadline, feed, stop);
+            auto response = co_await std::move(streaming);
             if (response.status == 401) {
                 impl_->vault->invalidate(item);
                 throw_api_error(401, response.body, what, std::nullopt);

@@ -491,7 +491,7 @@ asio::awaitable<HttpResponse> Transport::request(const ConnectionInfo& credentia
 asio::awaitable<HttpResponse> Transport::stream(
     const ConnectionInfo& credentials, const HttpRequest& r, Timeouts timeouts, Seconds inactivity,
     std::optional<std::chrono::steady_clock::time_point> deadline,
-    const std::function<void(std::string_view)>& on_chunk, StopSignal* stop) {
+    std::function<void(std::string_view)> on_chunk, StopSignal* stop) {
     const auto destination = impl_->destination_of(credentials);
     const Endpoint& endpoint = destination->endpoint;
     const std::string& key = destination->key;

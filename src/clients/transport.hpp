@@ -71,7 +71,7 @@ class Transport {
     boost::asio::awaitable<HttpResponse> stream(
         const ConnectionInfo& credentials, const HttpRequest& request, Timeouts timeouts,
         Seconds inactivity, std::optional<std::chrono::steady_clock::time_point> deadline,
-        const std::function<void(std::string_view)>& on_chunk, StopSignal* stop);
+        std::function<void(std::string_view)> on_chunk, StopSignal* stop);
 
     // Drop idle keep-alive connections (e.g. after credentials changed).
     void close_idle();

@@ -668,10 +668,11 @@ asio::awaitable<HttpResponse> Server::Impl::dispatch(HttpRequest& request, bool 
     // Most requests finish in microseconds: a hop to the handler pool and back would cost
     // more than the request itself, so only those that may wait go there.
     if (!handlers || !core->may_block(request)) co_return core->handle(request);
-    co_return co_await asio::co_spawn(
-        *handlers,
-        [this, &request]() -> asio::awaitable<HttpResponse> { co_return core->handle(request); },
-        asio::use_awaitable);
+    auto handle = [this, &request]() -> asio::awaitable<HttpResponse> {
+        co_return core->handle(request);
+    };
+    auto handled = asio::co_spawn(*handlers, std::move(handle), asio::use_awaitable);
+    co_return co_await std::move(handled);
 }
 
 template <class Stream>

@@ -387,7 +387,8 @@ namespace {
 
 Task<json> invoke(const ChangingHandler& handler, Context& ctx) {
     if (handler.fn.async) co_return co_await handler.fn.async(ctx);
-    co_return co_await run_blocking([&handler, &ctx] { return handler.fn.sync(ctx); });
+    auto call = [&handler, &ctx] { return handler.fn.sync(ctx); };
+    co_return co_await run_blocking(std::move(call));
 }
 
 // Runs the sub-handlers collected in `scope` as one nested cycle; throws HandlerChildrenRetry

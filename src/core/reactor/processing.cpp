@@ -76,7 +76,8 @@ Task<void> process_watching_cause(const ProcessingEnv& env, const Resource& reso
             if (h.fn.async) {
                 result = co_await h.fn.async(ctx);
             } else {
-                result = co_await run_blocking([&h, &ctx] { return h.fn.sync(ctx); });
+                auto call = [&h, &ctx] { return h.fn.sync(ctx); };
+                result = co_await run_blocking(std::move(call));
             }
             logger.info("{} succeeded.", name);
             Outcome o;

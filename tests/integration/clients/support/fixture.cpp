@@ -45,8 +45,12 @@ clients::ClientSettings ClientTest::fast_settings() {
 std::unique_ptr<clients::ApiClient> ClientTest::make_client(std::optional<ConnectionInfo> initial,
                                                             clients::ClientSettings settings) {
     if (initial) vault->populate({{"initial", *initial}});
-    auto relogin = [this] {
+    // Heap state in the capture, as a real login has (its kubeconfig path, its handlers): a
+    // closure of only `this` fits in std::function's inline buffer and hid a double free.
+    auto relogin = [this, origin = std::make_shared<std::string>(temp_dir().string()),
+                    label = std::string(64, 'r')] {
         ++relogins;
+        EXPECT_FALSE(origin->empty()) << label;
         return relogin_result();
     };
     return std::make_unique<clients::ApiClient>(io.get_executor(), vault, relogin,
