@@ -1,8 +1,8 @@
 // The `kopf` command: the operator command line that kopf::main() also gives to operators
 // linked as their own binaries (`run`, `version`), plus `kopf apiserver`, the embedded API
 // server, which only this binary carries.
+#include "cli/command_line.hpp"
 #include "kopf/apiserver/server.hpp"
-#include "runtime/command_line.hpp"
 
 int main(int argc, char** argv) {
     return kopf::runtime::main(

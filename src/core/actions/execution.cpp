@@ -571,3 +571,26 @@ void deliver_results(const std::map<std::string, Outcome>& outcomes, Patch& patc
 }
 
 }  // namespace kopf::actions
+
+namespace kopf::detail {
+
+// Sub-handlers belong to the invocation of their parent (its HandlerScope), so they are
+// declared here rather than with the registry's handlers.
+void add_subhandler(Context& ctx, HandlerOptions options, Callable fn, std::string default_id) {
+    if (!ctx.scope)
+        throw std::logic_error(
+            "Sub-handlers can be declared only inside resource-changing handlers.");
+    ChangingHandler h;
+    h.field = dicts::parse_field(options.field);
+    h.id = ctx.scope->parent_id + "/" + (options.id.empty() ? default_id : options.id);
+    if (!fn) {
+        throw std::invalid_argument("The handler function of sub-handler '" + h.id + "' is empty.");
+    }
+    h.fn = std::move(fn);
+    h.has_selector = false;
+    h.field_needs_change = ctx.scope->field_needs_change;
+    h.options = std::move(options);
+    ctx.scope->subhandlers.push_back(std::move(h));
+}
+
+}  // namespace kopf::detail

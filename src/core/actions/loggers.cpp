@@ -1,7 +1,7 @@
 // Object loggers: "[namespace/name] message" through spdlog's default logger.
 #include <spdlog/spdlog.h>
 
-#include "core/reactor/processing.hpp"
+#include "core/actions/logging.hpp"
 #include "structs/dicts.hpp"
 
 namespace kopf::reactor {

@@ -2,7 +2,6 @@
 #include <kopf/on.hpp>
 #include <stdexcept>
 
-#include "core/actions/execution.hpp"
 #include "structs/dicts.hpp"
 
 namespace kopf {
@@ -130,21 +129,6 @@ void register_login(Registry& registry, ActivityOptions options,
     h.options = std::move(options);
     h.login = std::move(fn);
     registry.append(std::move(h));
-}
-
-void add_subhandler(Context& ctx, HandlerOptions options, Callable fn, std::string default_id) {
-    if (!ctx.scope)
-        throw std::logic_error(
-            "Sub-handlers can be declared only inside resource-changing handlers.");
-    ChangingHandler h;
-    h.field = dicts::parse_field(options.field);
-    h.id = ctx.scope->parent_id + "/" + (options.id.empty() ? default_id : options.id);
-    verify(fn, "sub-handler '" + h.id + "'");
-    h.fn = std::move(fn);
-    h.has_selector = false;
-    h.field_needs_change = ctx.scope->field_needs_change;
-    h.options = std::move(options);
-    ctx.scope->subhandlers.push_back(std::move(h));
 }
 
 }  // namespace detail

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/actions/logging.hpp"
 #include "core/intents/causes.hpp"
 #include "core/intents/matching.hpp"
 #include "structs/dicts.hpp"

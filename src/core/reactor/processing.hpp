@@ -1,5 +1,6 @@
 // src/core/reactor: the processing of one watch event of one object — the entry point that the
-// runtime (src/runtime, H6) calls from its per-object queues. Mirrors Kopf's reactor/processing.py.
+// per-object queues (core/reactor/queueing, driven by serving) call. Mirrors Kopf's
+// reactor/processing.py.
 //
 // How the runtime uses it, per object (one worker per object, events batched to the latest):
 //
@@ -15,8 +16,6 @@
 //
 // The API writes go through `PatchApplier`, which the runtime implements with the API client.
 #pragma once
-
-#include <spdlog/common.h>
 
 #include <functional>
 #include <kopf/json.hpp>
@@ -127,11 +126,5 @@ Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
 
 /// The touch-dummy patch that provokes a watch event after a delay (Kopf's touch()).
 json touch_patch(const OperatorSettings& settings, const json& body, actions::TimePoint now);
-
-/// The default object logger: spdlog with a "[namespace/name] " prefix.
-std::shared_ptr<Logger> make_object_logger(const json& body);
-
-/// Kopf's log levels as spdlog's.
-spdlog::level::level_enum spdlog_level_of(LogLevel level);
 
 }  // namespace kopf::reactor

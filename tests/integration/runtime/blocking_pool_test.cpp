@@ -1,6 +1,6 @@
 // The pool of synchronous handlers: every job runs once, off the caller's thread; a trickle of
 // jobs is served by one thread; join() finishes what was queued and refuses new jobs.
-#include "runtime/blocking_pool.hpp"
+#include "loop/blocking_pool.hpp"
 
 #include <gtest/gtest.h>
 

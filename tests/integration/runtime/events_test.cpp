@@ -2,7 +2,7 @@
 // operator) that kopf::info() & co. and the object loggers reach; and, against the embedded API
 // server, the Events of a running operator: explicit kopf::info()/warn() and, when
 // settings.posting.loggers is on, the object loggers' lines (reason "Logging").
-#include "runtime/events.hpp"
+#include "core/engines/events.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/engines/posting.hpp"
 #include "integration/runtime/support/embedded_cluster.hpp"
-#include "runtime/posting.hpp"
 
 using kopf::json;
 using namespace kopf::runtime;

@@ -1,4 +1,4 @@
-#include "runtime/logging.hpp"
+#include "core/actions/logging.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

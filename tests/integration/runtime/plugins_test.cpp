@@ -1,4 +1,4 @@
-#include "runtime/plugins.hpp"
+#include "cli/plugins.hpp"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "runtime/queueing.hpp"
+#include "core/reactor/queueing.hpp"
 
 #include <gtest/gtest.h>
 

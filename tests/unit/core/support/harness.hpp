@@ -7,8 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/actions/virtual_executor.hpp"
 #include "core/reactor/processing.hpp"
+#include "loop/virtual_executor.hpp"
 
 namespace kopf::testing {
 

@@ -1,4 +1,4 @@
-#include "runtime/plugins.hpp"
+#include "cli/plugins.hpp"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -13,8 +13,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/actions/logging.hpp"
 #include "kopf/version.hpp"
-#include "runtime/logging.hpp"
 
 namespace fs = std::filesystem;
 

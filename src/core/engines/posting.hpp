@@ -1,7 +1,7 @@
 // Posting Kubernetes Events from handlers: kopf::event / info / warn / exception put Events
 // into the queue of the operator whose handler calls them; its poster sends them
-// asynchronously (serving.cpp). Every operator in the process has its own posting context
-// (queue, identity, enabled flag and level, object-log hook) from its own settings.posting.
+// asynchronously (core/reactor/serving.cpp). Every operator in the process has its own posting
+// context (queue, identity, enabled flag and level, object-log hook) from its own settings.posting.
 //
 // Which context a call reaches: the operator's whose loop or worker thread calls it
 // (PostingScope); on other threads (e.g. ones a handler started), the most recently started
@@ -17,8 +17,8 @@
 #include <mutex>
 #include <string>
 
-#include "runtime/events.hpp"
-#include "runtime/logging.hpp"
+#include "core/actions/logging.hpp"
+#include "core/engines/events.hpp"
 
 namespace kopf::runtime {
 

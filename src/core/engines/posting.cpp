@@ -1,4 +1,4 @@
-#include "runtime/posting.hpp"
+#include "core/engines/posting.hpp"
 
 #include <cxxabi.h>
 
@@ -9,8 +9,6 @@
 #include <typeinfo>
 #include <utility>
 #include <vector>
-
-#include "core/reactor/processing.hpp"
 
 namespace kopf::runtime {
 namespace {

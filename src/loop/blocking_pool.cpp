@@ -1,4 +1,4 @@
-#include "runtime/blocking_pool.hpp"
+#include "loop/blocking_pool.hpp"
 
 #include <stdexcept>
 

@@ -1,4 +1,4 @@
-#include "core/actions/virtual_executor.hpp"
+#include "loop/virtual_executor.hpp"
 
 namespace kopf::actions {
 

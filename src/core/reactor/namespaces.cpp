@@ -1,4 +1,4 @@
-#include "runtime/namespaces.hpp"
+#include "core/reactor/namespaces.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-// The operator's lifecycle on one Asio event loop (operator.cpp): settings, startup activities,
+// The operator's lifecycle on one Asio event loop (running.cpp): settings, startup activities,
 // login, serving the resources, the stop and ready flags, signals, cleanup activities.
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "runtime/logging.hpp"
+#include "core/actions/logging.hpp"
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "runtime/operator.hpp"
+#include "core/reactor/running.hpp"
 
 #include <fmt/format.h>
 
@@ -16,19 +16,18 @@
 #include <optional>
 #include <thread>
 
+#include "core/actions/logging.hpp"
+#include "core/engines/posting.hpp"
+#include "core/engines/probing.hpp"
+#include "core/reactor/namespaces.hpp"
+#include "core/reactor/serving.hpp"
 #include "kopf/connection.hpp"
 #include "kopf/errors.hpp"
 #include "kopf/memo.hpp"
 #include "kopf/registry.hpp"
 #include "kopf/settings.hpp"
 #include "kopf/task.hpp"
-#include "runtime/blocking_pool.hpp"
-#include "runtime/command_line.hpp"
-#include "runtime/logging.hpp"
-#include "runtime/namespaces.hpp"
-#include "runtime/posting.hpp"
-#include "runtime/probes.hpp"
-#include "runtime/serving.hpp"
+#include "loop/blocking_pool.hpp"
 
 namespace asio = boost::asio;
 
@@ -458,12 +457,3 @@ int run(const RunOptions& options) {
 }
 
 }  // namespace kopf
-
-namespace kopf::runtime {
-
-std::size_t count_registered_handlers() {
-    const Registry& registry = Registry::default_registry();
-    return registry.changing.size() + registry.watching.size() + registry.activities.size();
-}
-
-}  // namespace kopf::runtime

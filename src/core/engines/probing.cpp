@@ -1,4 +1,4 @@
-#include "runtime/probes.hpp"
+#include "core/engines/probing.hpp"
 
 #include <fmt/format.h>
 
@@ -13,7 +13,7 @@
 #include <boost/url/parse.hpp>
 #include <stdexcept>
 
-#include "runtime/logging.hpp"
+#include "core/actions/logging.hpp"
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;

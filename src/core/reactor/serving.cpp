@@ -1,4 +1,4 @@
-#include "runtime/serving.hpp"
+#include "core/reactor/serving.hpp"
 
 #include <fmt/format.h>
 
@@ -13,11 +13,11 @@
 #include <unordered_map>
 
 #include "clients/api.hpp"
+#include "core/actions/logging.hpp"
+#include "core/engines/events.hpp"
+#include "core/engines/posting.hpp"
 #include "core/reactor/processing.hpp"
-#include "runtime/events.hpp"
-#include "runtime/logging.hpp"
-#include "runtime/posting.hpp"
-#include "runtime/queueing.hpp"
+#include "core/reactor/queueing.hpp"
 #include "structs/credentials.hpp"
 #include "structs/references.hpp"
 

@@ -1,9 +1,4 @@
-// The runtime layer: everything that turns registered handlers into a running
-// operator — logging setup, scopes, loading operator code, the event loop that
-// observes resources and feeds per-object workers, activities and shutdown.
-// It may use every lower layer (structs, clients, configs, core).
-//
-// logging.hpp: the log formats of `kopf run` (full, plain, json), verbosity, and
+// The log formats of `kopf run` (full, plain, json), verbosity, and
 // the per-object log records (`[namespace/name] message`, the object reference in
 // JSON) that may also be posted as Kubernetes Events.
 #pragma once
@@ -12,12 +7,23 @@
 
 #include <atomic>
 #include <functional>
+#include <kopf/logger.hpp>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+
+namespace kopf::reactor {
+
+/// The default object logger: spdlog with a "[namespace/name] " prefix (loggers.cpp).
+std::shared_ptr<Logger> make_object_logger(const nlohmann::json& body);
+
+/// Kopf's log levels as spdlog's.
+spdlog::level::level_enum spdlog_level_of(LogLevel level);
+
+}  // namespace kopf::reactor
 
 namespace kopf::runtime {
 

@@ -1,6 +1,6 @@
 // The `kopf` command line (CLI11 lives in this translation unit only): `run` and `version`,
 // shared by the `kopf` binary and by operators linked as their own binaries (kopf::main).
-#include "runtime/command_line.hpp"
+#include "cli/command_line.hpp"
 
 #include <fmt/format.h>
 
@@ -9,12 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "cli/plugins.hpp"
+#include "core/actions/logging.hpp"
+#include "core/reactor/namespaces.hpp"
 #include "kopf/main.hpp"
+#include "kopf/registry.hpp"
 #include "kopf/run.hpp"
 #include "kopf/version.hpp"
-#include "runtime/logging.hpp"
-#include "runtime/namespaces.hpp"
-#include "runtime/plugins.hpp"
 
 namespace kopf::runtime {
 namespace {
@@ -161,6 +162,11 @@ int main(int argc, char** argv, const std::vector<ExtraCommand>& extra_commands)
     if (app.got_subcommand(run_app)) return run_command(run);
     std::fputs(app.help().c_str(), stderr);
     return 2;
+}
+
+std::size_t count_registered_handlers() {
+    const Registry& registry = Registry::default_registry();
+    return registry.changing.size() + registry.watching.size() + registry.activities.size();
 }
 
 }  // namespace kopf::runtime

@@ -1,4 +1,4 @@
-#include "runtime/events.hpp"
+#include "core/engines/events.hpp"
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-// Serving the resources (operator.cpp starts it once the operator has logged in): discovery,
+// Serving the resources (running.cpp starts it once the operator has logged in): discovery,
 // resolving the handlers' selectors to served resources, one watcher per resource and
 // namespace, the namespaces matched by the scope's patterns (followed as they come and go),
 // the CRDs (rescanned as they come and go), the per-object queues calling the handling core,
@@ -13,7 +13,7 @@
 #include <kopf/task.hpp>
 #include <memory>
 
-#include "runtime/namespaces.hpp"
+#include "core/reactor/namespaces.hpp"
 
 namespace boost::asio {
 class io_context;
