@@ -86,7 +86,7 @@ wanted() {
 }
 
 # --- build -------------------------------------------------------------------------------
-TARGETS=(kopf_cli operator_load apiserver_load micro_bench client_load)
+TARGETS=(kopf_cli operator_load apiserver_load micro_bench client_load handler_client_load)
 if [[ $BUILD == 1 ]]; then
     [[ $BUILD_DIR == "$ROOT/build" ]] || fail "--build-dir needs --no-build (the preset builds <repo>/build)"
     (cd "$ROOT" && cmake --preset default >/dev/null && cmake --build --preset default --target "${TARGETS[@]}")
@@ -96,7 +96,8 @@ OPERATOR_LOAD="$BUILD_DIR/bench/operator_load"
 APISERVER_LOAD="$BUILD_DIR/bench/apiserver_load"
 MICRO_BENCH="$BUILD_DIR/bench/micro_bench"
 CLIENT_LOAD="$BUILD_DIR/bench/client_load"
-for tool in "$KOPF" "$OPERATOR_LOAD" "$APISERVER_LOAD" "$MICRO_BENCH" "$CLIENT_LOAD"; do
+HANDLER_CLIENT_LOAD="$BUILD_DIR/bench/handler_client_load"
+for tool in "$KOPF" "$OPERATOR_LOAD" "$APISERVER_LOAD" "$MICRO_BENCH" "$CLIENT_LOAD" "$HANDLER_CLIENT_LOAD"; do
     [[ -x $tool ]] || fail "$tool is missing: build it (bench/run.sh without --no-build)"
 done
 OPERATOR_SOURCE="$ROOT/bench/operators/bench_operator.cpp"
@@ -398,6 +399,25 @@ client_figures() {
     done
     record "client list of ${list_objects} objects: the objects' JSON" \
         "$(field "$out" "objects' JSON ([0-9.]+) MB")" "MB"
+    stop_process "$SERVER_PID"
+
+    # The public client (kopf::Api) from handlers of an operator embedded in the tool: gets and
+    # merge-patches of one ConfigMap, one request at a time, from a synchronous handler (.wait()
+    # on the worker pool) and an async one (co_await on the loop).
+    local handler_requests=5000 form verb
+    [[ $SMOKE == 1 ]] && handler_requests=50
+    start_server
+    "$OPERATOR_LOAD" crd --url "$SERVER_URL"
+    out=$("${PIN_CORE1[@]}" env KUBECONFIG="$WORK/kubeconfig" "$HANDLER_CLIENT_LOAD" --requests "$handler_requests")
+    echo "$out"
+    for form in sync async; do
+        for verb in get merge-patch; do
+            label="client from ${form} handlers (kopf::Api), ${verb}, one at a time"
+            record "${label}: rate" "$(field "$out" "handler-${form} ${verb}: .* = ([0-9]+) requests/s")" "requests/s"
+            record "${label}: client CPU per request" \
+                "$(field "$out" "handler-${form} ${verb}: .* client CPU ([0-9.]+) us per request")" "µs"
+        done
+    done
     stop_process "$SERVER_PID"
 }
 

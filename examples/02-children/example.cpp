@@ -3,50 +3,10 @@
 // the parent's status. Deleting the parent lets Kubernetes' garbage collector delete the Pod.
 // Run it with: kopf run examples/02-children/example.cpp --verbose -A --standalone
 //
-// The Pod is created with kubectl (found on PATH, using $KUBECONFIG as the operator does), the
-// way Kopf's own example uses a third-party client (pykube).
-#include <unistd.h>
-
-#include <array>
-#include <cstdio>
-#include <cstdlib>
+// The Pod is created with the operator's own API client (ctx.api), where Kopf's example uses a
+// third-party one (pykube): a synchronous handler runs on the worker pool and may block on it.
 #include <kopf/kopf.hpp>
-#include <stdexcept>
 #include <string>
-
-namespace {
-
-// `kubectl create -f FILE -o json` with the object in a temporary file; the created object.
-kopf::json kubectl_create(const kopf::json& object) {
-    char path[] = "/tmp/kopf-example-child-XXXXXX";
-    const int fd = mkstemp(path);
-    if (fd < 0) throw std::runtime_error("Cannot create a temporary file for the child.");
-    const std::string text = object.dump();
-    const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    close(fd);
-    if (!written) {
-        unlink(path);
-        throw std::runtime_error("Cannot write the child to a temporary file.");
-    }
-
-    const std::string command = std::string("kubectl create -o json -f ") + path + " 2>&1";
-    std::string output;
-    FILE* pipe = popen(command.c_str(), "r");
-    if (!pipe) {
-        unlink(path);
-        throw std::runtime_error("Cannot run kubectl.");
-    }
-    std::array<char, 4096> buffer{};
-    while (const std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) {
-        output.append(buffer.data(), n);
-    }
-    const int status = pclose(pipe);
-    unlink(path);
-    if (status != 0) throw std::runtime_error("kubectl create failed: " + output);
-    return kopf::json::parse(output);
-}
-
-}  // namespace
 
 kopf::json create_fn(kopf::Context& ctx) {
     // Render the pod with some spec fields used in the template.
@@ -75,7 +35,7 @@ kopf::json create_fn(kopf::Context& ctx) {
     kopf::adopt(pod, ctx.body);
 
     // Actually create the object by requesting the Kubernetes API.
-    const kopf::json created = kubectl_create(pod);
+    const kopf::json created = ctx.api("pods").create(pod).wait();
     const std::string uid = created.at("metadata").value("uid", "");
     ctx.logger.info("Pod child is created: {}", created.at("metadata").value("name", ""));
 

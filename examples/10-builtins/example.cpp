@@ -3,11 +3,10 @@
 // earlier cancels the task. The deletion handler puts Kopf's finalizer on every Pod.
 // Run it with: kopf run examples/10-builtins/example.cpp --verbose -A --standalone
 //
-// Pods are deleted with kubectl (found on PATH, using $KUBECONFIG as the operator does), the
-// way Kopf's own example uses a third-party client (pykube).
+// Pods are deleted with the operator's own API client (ctx.api), where Kopf's example uses a
+// third-party one (pykube).
 #include <atomic>
 #include <coroutine>
-#include <cstdio>
 #include <cstdlib>
 #include <kopf/kopf.hpp>
 #include <map>
@@ -46,23 +45,15 @@ struct current_executor {
     kopf::Executor* await_resume() const noexcept { return executor; }
 };
 
-int kubectl_delete_pod(const std::string& namespace_, const std::string& name) {
-    // Namespaces and names are DNS labels/subdomains: safe to pass through the shell.
-    const std::string command =
-        "kubectl delete pod --wait=false -n " + namespace_ + " " + name + " >/dev/null 2>&1";
-    return std::system(command.c_str());
-}
-
-kopf::Task<void> pod_killer(std::string namespace_, std::string name,
-                            std::shared_ptr<KillerTask> task, double timeout) {
+kopf::Task<void> pod_killer(kopf::Api pods, std::string name, std::shared_ptr<KillerTask> task,
+                            double timeout) {
     // Sleep in short steps to notice a cancellation soon.
     for (double slept = 0; slept < timeout && !task->cancelled; slept += 0.1) {
         co_await kopf::sleep(0.1);
     }
     if (!task->cancelled) {
         task->killed = true;
-        auto delete_pod = [&] { return kubectl_delete_pod(namespace_, name); };
-        co_await kopf::run_blocking(std::move(delete_pod));
+        co_await pods.delete_(name);
     }
 }
 
@@ -78,7 +69,7 @@ kopf::Task<void> pod_in_sight(kopf::Context& ctx) {
     }
     ctx.logger.info("=== Pod killing happens in {}s.", timeout);
     kopf::Executor* executor = co_await current_executor();
-    kopf::spawn(*executor, pod_killer(ctx.namespace_, ctx.name, task, timeout),
+    kopf::spawn(*executor, pod_killer(ctx.api("pods", ctx.namespace_), ctx.name, task, timeout),
                 [](std::exception_ptr) {});
 }
 KOPF_ON_RESUME(pod_in_sight, "pods");

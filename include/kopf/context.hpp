@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <kopf/api.hpp>
 #include <kopf/diff.hpp>
 #include <kopf/json.hpp>
 #include <kopf/logger.hpp>
@@ -60,7 +61,12 @@ struct Context {
     std::string type{};  ///< event handlers: "ADDED", "MODIFIED", "DELETED" or "" (listing)
     json event{};        ///< event handlers: the raw event
 
-    HandlerScope* scope = nullptr;  ///< internal: sub-handler registration
+    HandlerScope* scope = nullptr;   ///< internal: sub-handler registration
+    const Client* client = nullptr;  ///< the operator's API client (see api())
+
+    /// The Kubernetes API of one resource with the operator's credentials (kopf/api.hpp):
+    /// `co_await ctx.api("configmaps", ctx.namespace_).create(body)`.
+    Api api(Selector resource, std::string namespace_ = "") const;
 
     /// The memo as a custom memo type (see kopf::Memo).
     template <class M>

@@ -9,6 +9,7 @@
 //     KOPF_ON_CREATE(create_fn, "kopfexamples");
 #pragma once
 
+#include <kopf/api.hpp>
 #include <kopf/context.hpp>
 #include <kopf/diff.hpp>
 #include <kopf/errors.hpp>

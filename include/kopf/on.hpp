@@ -125,9 +125,11 @@ std::function<Task<void>(ActivityContext&)> adapt(F fn) {
     if constexpr (std::is_same_v<R, Task<void>>) {
         return fn;
     } else {
+        // On the worker pool, as in Kopf: a blocking startup or cleanup handler (an API call
+        // with .wait(), say) must not hold the loop that answers it.
         return [fn = std::move(fn)](ActivityContext& ctx) -> Task<void> {
-            fn(ctx);
-            co_return;
+            auto call = [&fn, &ctx] { fn(ctx); };
+            co_await kopf::run_blocking(std::move(call));
         };
     }
 }

@@ -114,6 +114,11 @@ struct ActivityContext {
     std::chrono::system_clock::time_point started{};
     std::chrono::duration<double> runtime{};
     json param{};
+    const Client* client = nullptr;  ///< the operator's API client, after login (see api())
+
+    /// The Kubernetes API of one resource (kopf/api.hpp); in cleanup handlers, not in startup
+    /// or login handlers, which run before the operator has logged in.
+    Api api(Selector resource, std::string namespace_ = "") const;
 };
 
 /// Startup, cleanup and login handlers (run by the runtime).

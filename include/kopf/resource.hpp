@@ -39,6 +39,8 @@ inline constexpr Everything EVERYTHING{};
 ///     kopf::Selector("kopfexamples.kopf.dev")        // plural.group
 ///     kopf::Selector("kopfexamples.v1.kopf.dev")     // plural.version.group
 ///     kopf::Selector("KopfExample")                  // kind
+///     kopf::Selector("apps/v1/deployments")          // group/version/plural
+///     kopf::Selector("v1/pods")                      // version/plural (core)
 ///     kopf::Selector("kopf.dev", "kopfexamples")     // group + name
 ///     kopf::Selector("kopf.dev/v1", "kopfexamples")  // group/version + name
 ///     kopf::Selector("kopf.dev", "v1", "kopfexamples")

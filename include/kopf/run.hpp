@@ -70,6 +70,7 @@ class OperatorFlag {
 };
 
 class Registry;
+class Client;
 
 /// What `kopf run` options mean for an operator started from code.
 struct RunOptions {
@@ -92,6 +93,9 @@ struct RunOptions {
     /// Set by the caller to stop the operator gracefully; set by the operator when it is ready.
     OperatorFlag* stop_flag = nullptr;
     OperatorFlag* ready_flag = nullptr;
+    /// Receives the operator's API client (kopf/api.hpp) once it has logged in, before the
+    /// ready flag is set; its calls fail once the operator has exited.
+    Client* client = nullptr;
 };
 
 /// Runs the operator in the calling thread until SIGINT/SIGTERM (or the stop flag); a second

@@ -69,7 +69,7 @@ json parse_body(const std::string& body, const std::string& what) {
     if (body.empty()) return nullptr;
     auto parsed = parse_json_or_discarded(body);
     if (parsed.is_discarded()) {
-        throw ApiError(200, json::object(),
+        throw ApiError(200, json::object(), what,
                        fmt::format("{}: the answer is not JSON: {}", what, body.substr(0, 200)));
     }
     return parsed;
@@ -357,7 +357,7 @@ Awaitable<std::string> ApiClient::list_pages(Resource resource, std::string name
                                          std::nullopt, "");
         if (!page.is_object() || !page.contains("items") || !page["items"].is_array()) {
             throw ApiError(
-                200, json::object(),
+                200, json::object(), "GET " + resource.path(namespace_),
                 fmt::format("Listing {} returned no 'items' array", resource.to_string()));
         }
         const json metadata = page.value("metadata", json::object());
@@ -613,7 +613,8 @@ Awaitable<void> ApiClient::watch_objs(Resource resource, std::string namespace_,
                     int code = object.is_object() ? object.value("code", 0) : 0;
                     std::string text = object.is_object() ? object.value("message", "") : "";
                     if (code == 410)
-                        throw GoneError(410, object, fmt::format("{}: 410 Gone: {}", what, text));
+                        throw GoneError(410, object, what,
+                                        fmt::format("{}: 410 Gone: {}", what, text));
                     throw WatchingError(
                         fmt::format("Error in the watch stream of {}: {}", name, object.dump()));
                 } else if (type == "ADDED" || type == "MODIFIED" || type == "DELETED") {

@@ -5,6 +5,7 @@
 // ConflictError for 409, ... ConnectionError is for transport failures (no HTTP answer).
 #pragma once
 
+#include <kopf/errors.hpp>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -12,24 +13,8 @@
 
 namespace kopf::clients {
 
-class ApiError : public std::runtime_error {
-  public:
-    ApiError(int code, nlohmann::json status, std::string what_happened);
-
-    int code() const { return code_; }
-    // The Status body ({kind: Status, reason, message, details, code}), or {} if none was sent.
-    const nlohmann::json& status() const { return status_; }
-    std::string reason() const;   // e.g. "NotFound", "AlreadyExists", "Conflict"
-    std::string message() const;  // the server's human-readable message
-    // Retry-After in seconds (header or details.retryAfterSeconds), if the server asked.
-    std::optional<double> retry_after() const { return retry_after_; }
-    void set_retry_after(std::optional<double> seconds) { retry_after_ = seconds; }
-
-  private:
-    int code_;
-    nlohmann::json status_;
-    std::optional<double> retry_after_;
-};
+// The public error types (kopf/errors.hpp): what handlers catch from kopf::Api.
+using ApiError = kopf::ApiError;
 
 class ClientError : public ApiError {
     using ApiError::ApiError;
@@ -64,10 +49,7 @@ class TooManyRequestsError : public ClientError {
 };  // 429
 
 // The request never got an HTTP answer: refused, reset, TLS failure, timeout.
-class ConnectionError : public std::runtime_error {
-  public:
-    using std::runtime_error::runtime_error;
-};
+using ConnectionError = kopf::ApiConnectionError;
 
 // A watch stream answered with something that is not a watch event.
 class WatchingError : public std::runtime_error {

@@ -25,6 +25,11 @@ Selector::Selector(const char* name) : Selector(std::string(name ? name : "")) {
 
 Selector::Selector(const std::string& name) {
     if (name.empty()) throw std::invalid_argument("A resource selector cannot be empty.");
+    if (const auto slash = name.rfind('/'); slash != std::string::npos) {
+        // "apps/v1/deployments", "v1/pods": as kubectl's and the API paths' spelling.
+        *this = Selector(name.substr(0, slash), name.substr(slash + 1));
+        return;
+    }
     auto first_dot = name.find('.');
     if (first_dot == std::string::npos) {
         any_name = name;  // plural, singular, kind or short name

@@ -176,6 +176,61 @@ TEST_F(Examples, ChildrenPodIsCreatedAdoptedAndCollectedWithItsParent) {
     EXPECT_TRUE(final_failures(*op).empty()) << op->log();
 }
 
+// Not a port of Kopf's: children owned with the operator's client (server-side apply), kept in
+// line with the parent's spec, and collected with it.
+TEST_F(Examples, OwnedChildrenFollowTheirParentAndGoWithIt) {
+    auto op = start("20-owned-children");
+    create_object();
+    ASSERT_TRUE(op->wait_for_log("Handler 'reconcile_fn' succeeded.")) << op->log();
+    EXPECT_NE(op->log().find(kObjectPrefix + "Children are reconciled: configmap "
+                                             "kopf-example-1-settings and deployment "
+                                             "kopf-example-1-app with 2 replicas."),
+              std::string::npos)
+        << op->log();
+
+    const json parent = get_object();
+    ASSERT_TRUE(parent.is_object());
+    EXPECT_EQ(parent["status"]["reconcile_fn"]["replicas"], 2) << parent.dump(2);
+    auto owned_by_parent = [&](const json& child) {
+        const json& refs = child["metadata"].value("ownerReferences", json::array());
+        return refs.size() == 1 && refs[0]["uid"] == parent["metadata"]["uid"] &&
+               refs[0]["kind"] == "KopfExample" && refs[0]["controller"] == true;
+    };
+    json configmap = cluster_->get_json({"configmap", "kopf-example-1-settings", "-n", "default"});
+    json deployment = cluster_->get_json({"deployment", "kopf-example-1-app", "-n", "default"});
+    ASSERT_TRUE(configmap.is_object() && deployment.is_object());
+    EXPECT_TRUE(owned_by_parent(configmap)) << configmap.dump(2);
+    EXPECT_TRUE(owned_by_parent(deployment)) << deployment.dump(2);
+    EXPECT_EQ(configmap["data"]["field"], "value");
+    EXPECT_EQ(configmap["data"]["duration"], "1m");
+    EXPECT_EQ(deployment["spec"]["replicas"], 2);
+    EXPECT_EQ(deployment["metadata"]["labels"]["somelabel"], "somevalue");
+
+    // A change of the parent's spec reaches the children.
+    auto patched = kubectl({"patch", "kex", kObjectName, "-n", "default", "--type=merge", "-p",
+                            R"({"spec":{"field":"changed","items":["a","b","c"]}})"});
+    ASSERT_EQ(patched.exit_code, 0) << patched.output;
+    ASSERT_TRUE(eventually([&] {
+        deployment = cluster_->get_json({"deployment", "kopf-example-1-app", "-n", "default"});
+        return deployment.is_object() && deployment["spec"]["replicas"] == 3;
+    })) << deployment.dump(2)
+        << op->log();
+    configmap = cluster_->get_json({"configmap", "kopf-example-1-settings", "-n", "default"});
+    EXPECT_EQ(configmap["data"]["field"], "changed");
+    EXPECT_TRUE(owned_by_parent(deployment));
+
+    delete_object();
+    EXPECT_TRUE(eventually([&] {
+        return cluster_->get_json({"configmap", "kopf-example-1-settings", "-n", "default"})
+                   .is_null() &&
+               cluster_->get_json({"deployment", "kopf-example-1-app", "-n", "default"}).is_null();
+    })) << "the garbage collector did not delete the children";
+
+    stop_cleanly(*op);
+    EXPECT_EQ(successes(*op), (std::map<std::string, int>{{"reconcile_fn", 2}})) << op->log();
+    EXPECT_TRUE(final_failures(*op).empty()) << op->log();
+}
+
 TEST_F(Examples, EventsOfEveryTypeArePostedAboutTheObject) {
     auto op = start("04-events");
     create_object();

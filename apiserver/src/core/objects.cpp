@@ -108,6 +108,45 @@ void drop_unapplied(json& target, const json& before, const json& now) {
     }
 }
 
+// Fields applied with another value than they have, that another applier owns (leaves of
+// FieldsV1 on either side), as ".data.key" paths.
+void collect_apply_conflicts(const json& applied, const json& owned, const json& patch,
+                             const json& current, const std::string& path,
+                             std::vector<std::string>& out) {
+    if (!applied.is_object() || !owned.is_object()) return;
+    for (const auto& [key, sub] : applied.items()) {
+        if (key.rfind("f:", 0) != 0 || !owned.contains(key)) continue;
+        const std::string field = key.substr(2);
+        const json none;
+        const json& new_value = patch.is_object() && patch.contains(field) ? patch[field] : none;
+        const json& old_value =
+            current.is_object() && current.contains(field) ? current[field] : none;
+        if (new_value.is_object() && old_value.is_object()) {  // a branch, e.g. metadata
+            collect_apply_conflicts(sub, owned[key], new_value, old_value, path + "." + field, out);
+        } else if (sub.empty() || owned[key].empty()) {
+            if (new_value != old_value) out.push_back(path + "." + field);
+        } else {
+            collect_apply_conflicts(sub, owned[key], new_value, old_value, path + "." + field, out);
+        }
+    }
+}
+
+// A forced apply takes the conflicting fields over: they leave the other applier's set.
+void release_fields(json& owned, const json& applied) {
+    if (!owned.is_object() || !applied.is_object()) return;
+    for (const auto& [key, sub] : applied.items()) {
+        if (!owned.contains(key)) continue;
+        if (sub.empty() && owned[key].empty()) {
+            owned.erase(key);
+        } else if (sub.empty() || owned[key].empty()) {
+            if (key != "f:metadata") owned.erase(key);  // a leaf taken over whole
+        } else {
+            release_fields(owned[key], sub);
+            if (owned[key].empty()) owned.erase(key);
+        }
+    }
+}
+
 json apply_entry(const std::string& manager, const std::string& api_version, json fields) {
     return {{"manager", manager},    {"operation", "Apply"},     {"apiVersion", api_version},
             {"time", now_rfc3339()}, {"fieldsType", "FieldsV1"}, {"fieldsV1", std::move(fields)}};
@@ -920,10 +959,38 @@ HttpResponse Engine::do_patch(RequestInfo& rq, Lock& lock) {
         patched.merge_patch(patch);
         if (is_apply) {
             // Server-side apply (minimum of §5.5): merge, drop what this manager applied
-            // before but omits now, and record the manager's fields. No conflict detection.
+            // before but omits now, and record the manager's fields.
             json fields = fields_of(patch);
             json managed = base["metadata"].value("managedFields", json::array());
             if (!managed.is_array()) managed = json::array();
+            // Conflicts with other appliers (not with Update managers, which this server does
+            // not record): 409 unless forced, then the fields change hands.
+            json causes = json::array();
+            std::vector<std::string> described;
+            for (auto& entry : managed) {
+                const std::string manager = entry.value("manager", "");
+                if (manager == rq.field_manager || entry.value("operation", "") != "Apply")
+                    continue;
+                std::vector<std::string> paths;
+                collect_apply_conflicts(fields, entry.value("fieldsV1", json::object()), patch,
+                                        base, "", paths);
+                if (force == "true") {
+                    release_fields(entry["fieldsV1"], fields);
+                    continue;
+                }
+                for (const auto& path : paths) {
+                    causes.push_back(
+                        cause("FieldManagerConflict", path, "conflict with \"" + manager + "\""));
+                    described.push_back("conflict with \"" + manager + "\": " + path);
+                }
+            }
+            if (!causes.empty()) {
+                std::string message = "Apply failed with " + std::to_string(causes.size()) +
+                                      (causes.size() == 1 ? " conflict: " : " conflicts: ");
+                for (std::size_t i = 0; i < described.size(); ++i)
+                    message += (i ? "\n" : "") + described[i];
+                throw api_error(409, "Conflict", message, {{"causes", causes}});
+            }
             json updated = json::array();
             bool found = false;
             for (auto& entry : managed) {

@@ -380,6 +380,7 @@ Context make_context(InvocationEnv& env, const ChangingHandler& handler, const H
         .type = "",
         .event = json(),
         .scope = scope,
+        .client = env.client,
     };
 }
 

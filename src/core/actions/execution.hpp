@@ -143,6 +143,7 @@ struct InvocationEnv {
     const intents::ChangingCause& cause;
     std::function<TimePoint()> now;
     Lifecycle lifecycle;
+    const Client* client = nullptr;  ///< for ctx.api()
 };
 
 /// Run the planned handlers once each; returns their outcomes by id.

@@ -57,7 +57,8 @@ Task<void> process_watching_cause(const ProcessingEnv& env, const Resource& reso
     ChangingCause cause{Reason::NOOP, &resource, &body, std::nullopt, std::nullopt, Diff(), false};
     actions::InvocationEnv ienv{env.settings, resource, body,
                                 patch,        logger,   *memory.memo,
-                                cause,        env.now,  actions::lifecycles::all_at_once};
+                                cause,        env.now,  actions::lifecycles::all_at_once,
+                                env.client};
     std::map<std::string, Outcome> outcomes;
     for (const auto& h : env.registry.watching) {
         ChangingHandler as_changing;
@@ -136,8 +137,8 @@ Task<std::vector<double>> process_changing_cause(const ProcessingEnv& env, const
             logger.debug("{} diff: {}", capitalize(title), cause.diff);
 
         if (!selected.empty()) {
-            actions::InvocationEnv ienv{env.settings, resource, body,    patch,        logger,
-                                        *memory.memo, cause,    env.now, env.lifecycle};
+            actions::InvocationEnv ienv{env.settings, resource, body,    patch,         logger,
+                                        *memory.memo, cause,    env.now, env.lifecycle, env.client};
             auto outcomes = co_await actions::execute_handlers_once(ienv, selected, state);
             state = state.with_outcomes(outcomes, env.now());
             // A finished cycle purges every record it would store: skip the round trip.
@@ -264,7 +265,8 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
                                 *memory.memo,
                                 context_is_read ? *cause : noop_cause,
                                 env.now,
-                                env.lifecycle};
+                                env.lifecycle,
+                                env.client};
     ChangingHandler blank_handler;
     actions::FieldValues no_field;
     cause_ctx.emplace(actions::make_context(fenv, blank_handler, blank, nullptr, no_field));

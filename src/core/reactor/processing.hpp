@@ -62,6 +62,8 @@ struct ProcessingEnv {
     std::function<actions::TimePoint()> now = [] { return actions::Clock::now(); };
     /// Object loggers ("[namespace/name] message"); default: spdlog-based.
     std::function<std::shared_ptr<Logger>(const json& body)> make_logger{};
+    /// The operator's API client for the handlers' ctx.api(); none in tests without a cluster.
+    const Client* client = nullptr;
 };
 
 /// What one processing cycle decided. Nothing is written to the API yet.

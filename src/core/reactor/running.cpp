@@ -148,7 +148,8 @@ void sleep_on_loop(asio::io_context& io, double seconds) {
 // Runs the activity handlers of one kind (startup, cleanup) in registration order, with
 // TemporaryError retried after its delay; other failures end the activity with an error.
 void run_activity(asio::io_context& io, LoopExecutor& executor, const Registry& registry,
-                  const std::string& activity, OperatorSettings& settings, Memo& memo) {
+                  const std::string& activity, OperatorSettings& settings, Memo& memo,
+                  const Client* client = nullptr) {
     NamedLogger log("kopf.activities." + activity);
     for (const auto& handler : registry.activities) {
         if (handler.activity != activity || !handler.fn) continue;
@@ -161,7 +162,8 @@ void run_activity(asio::io_context& io, LoopExecutor& executor, const Registry& 
                                 retry,
                                 started,
                                 std::chrono::system_clock::now() - started,
-                                handler.options.param};
+                                handler.options.param,
+                                client};
             try {
                 run_to_completion(io, executor, handler.fn(ctx));
                 log.info(fmt::format("Activity '{}' succeeded.", handler.id));
@@ -396,6 +398,7 @@ void run_operator(const RunOptions& options, bool handle_signals) {
                             std::move(credentials), [&registry, &options, &settings, &memo] {
                                 return try_login(registry, options, settings, memo);
                             });
+    if (options.client) *options.client = serving.client();
     serving.start(
         [&] {
             log->debug("The operator is ready.");
@@ -415,7 +418,8 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         io.restart();
         io.run_one();
     }
-    if (!failure) run_activity(io, executor, registry, "cleanup", settings, memo);
+    if (!failure)
+        run_activity(io, executor, registry, "cleanup", settings, memo, &serving.client());
     if (liveness) liveness->stop();
     executor.cancel_timers();
     // Let the stopped watchers and cancelled timers finish before anything is destroyed.
@@ -427,6 +431,16 @@ void run_operator(const RunOptions& options, bool handle_signals) {
                                    "forces the exit."
                                  : "");
     }
+    // The loop keeps answering the API calls of the synchronous handlers that still run.
+    while (executor.blocking() > 0) {
+        io.restart();
+        if (io.run_for(std::chrono::milliseconds(20)) == 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    }
+    serving.close_client();
+    io.restart();
+    io.poll();
     executor.join();
     if (failure) {
         try {

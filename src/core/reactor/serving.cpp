@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "clients/api.hpp"
+#include "clients/facade.hpp"
 #include "core/actions/logging.hpp"
 #include "core/engines/events.hpp"
 #include "core/engines/posting.hpp"
@@ -156,8 +157,11 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
                                  settings.persistence.consistency_timeout},
                  [this](const std::string& key, json&& event, ObjectQueues::Done done) {
                      process(key, std::move(event), std::move(done));
-                 }) {
+                 }),
+          client_core(clients::make_client_core(io, api, watch_settings())),
+          client(client_core) {
         vault->put("initial", std::move(credentials));
+        env.client = &client;
     }
 
     static clients::ReloginFn make_relogin(std::function<std::optional<ConnectionInfo>()> login) {
@@ -661,6 +665,9 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     reactor::ProcessingEnv env;
     ObjectQueues queues;
     Memo memo;
+    // The handlers' API client: `api` with a public face.
+    std::shared_ptr<kopf::detail::ClientCore> client_core;
+    kopf::Client client;
 
     std::optional<structs::Resource> crds;
     std::optional<structs::Resource> namespaces_resource;
@@ -699,6 +706,14 @@ void ResourceServing::start(std::function<void()> on_ready,
 
 void ResourceServing::stop(std::function<void()> finished) {
     impl_->stop(std::move(finished));
+}
+
+const kopf::Client& ResourceServing::client() const {
+    return impl_->client;
+}
+
+void ResourceServing::close_client() {
+    clients::close_client_core(*impl_->client_core);
 }
 
 }  // namespace kopf::runtime

@@ -7,6 +7,7 @@
 
 #include <exception>
 #include <functional>
+#include <kopf/api.hpp>
 #include <kopf/connection.hpp>
 #include <kopf/registry.hpp>
 #include <kopf/settings.hpp>
@@ -42,6 +43,11 @@ class ResourceServing {
     // Stops the watchers, lets the busy object workers finish (settings.queueing.exit_timeout),
     // posts the pending Events, then calls `finished`.
     void stop(std::function<void()> finished);
+
+    // The operator's API client for handlers (kopf/api.hpp), on this serving's ApiClient.
+    const kopf::Client& client() const;
+    // Ends the client's calls (at the operator's exit, on the loop, before it is destroyed).
+    void close_client();
 
   private:
     struct Impl;

@@ -34,8 +34,9 @@ SuiteRun run_suite(const std::string& arguments) {
 
 std::vector<std::string> missing_tools() {
     std::vector<std::string> missing;
-    for (const char* tool : {"bin/kopf", "bench/operator_load", "bench/apiserver_load",
-                             "bench/micro_bench", "bench/client_load"}) {
+    for (const char* tool :
+         {"bin/kopf", "bench/operator_load", "bench/apiserver_load", "bench/micro_bench",
+          "bench/client_load", "bench/handler_client_load"}) {
         if (!std::filesystem::exists(std::filesystem::path(KOPF_BINARY_DIR) / tool))
             missing.push_back(tool);
     }
@@ -93,6 +94,11 @@ TEST(BenchSmoke, SmokeRunCompletesAndPrintsEveryFigure) {
              "CPU",
              "figure: client list of 200 objects joined into one list (ApiClient::list): peak RSS",
              "figure: client list of 200 objects: the objects' JSON",
+             "figure: client from sync handlers (kopf::Api), get, one at a time: rate",
+             "figure: client from sync handlers (kopf::Api), merge-patch, one at a time: client "
+             "CPU per request",
+             "figure: client from async handlers (kopf::Api), get, one at a time: client CPU",
+             "figure: client from async handlers (kopf::Api), merge-patch, one at a time: rate",
          }) {
         EXPECT_NE(run.output.find(figure), std::string::npos) << "missing line: " << figure;
     }
