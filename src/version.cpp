@@ -2,6 +2,8 @@
 
 namespace kopf {
 
-const char* version() noexcept { return KOPF_VERSION; }
+const char* version() noexcept {
+    return KOPF_VERSION;
+}
 
 }  // namespace kopf

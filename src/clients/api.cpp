@@ -15,6 +15,7 @@
 
 #include "clients/auth.hpp"
 #include "clients/backoff.hpp"
+#include "clients/events.hpp"
 #include "clients/json_codec.hpp"
 #include "clients/lines.hpp"
 #include "clients/transport.hpp"
@@ -40,19 +41,6 @@ bool is_modified_event(std::string_view line) {
 struct CallbackFailure {
     std::exception_ptr error;
 };
-
-std::string now_rfc3339() {
-    auto now = std::chrono::system_clock::now();
-    auto seconds = std::chrono::system_clock::to_time_t(now);
-    auto micros =
-        std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
-        1000000;
-    std::tm tm{};
-    gmtime_r(&seconds, &tm);
-    char buffer[32];
-    std::strftime(buffer, sizeof(buffer), "%Y-%m-%dT%H:%M:%S", &tm);
-    return fmt::format("{}.{:06d}Z", buffer, micros);
-}
 
 std::optional<double> retry_after_from_body(const std::string& body) {
     auto status = json::parse(body, nullptr, false);
@@ -442,46 +430,18 @@ Awaitable<json> ApiClient::remove(Resource resource, std::string namespace_, std
 
 Awaitable<json> ApiClient::post_event(json involved, std::string type, std::string reason,
                                       std::string message, std::string source_component) {
-    // Accept a whole object body or an ObjectReference.
-    const json metadata = involved.value("metadata", json::object());
-    auto field = [&](const char* key) -> std::string {
-        if (involved.contains(key) && involved[key].is_string())
-            return involved[key].get<std::string>();
-        if (metadata.contains(key) && metadata[key].is_string())
-            return metadata[key].get<std::string>();
-        return "";
-    };
-    json reference = {{"apiVersion", field("apiVersion")},
-                      {"kind", field("kind")},
-                      {"name", field("name")},
-                      {"uid", field("uid")}};
-    std::string ns = field("namespace");
-    if (!ns.empty()) reference["namespace"] = ns;
-    std::string text = message;
-    if (text.size() > 1024) text = text.substr(0, 1021) + "...";
-    auto now = now_rfc3339();
-    const std::string event_namespace = ns.empty() ? std::string("default") : ns;
-    json body = {{"apiVersion", "v1"},
-                 {"kind", "Event"},
-                 {"metadata", {{"namespace", event_namespace}, {"generateName", "kopf-event-"}}},
-                 {"action", "Action"},
-                 {"type", type},
-                 {"reason", reason},
-                 {"message", text},
-                 {"reportingComponent", source_component},
-                 {"reportingInstance", "dev"},
-                 {"source", {{"component", source_component}}},
-                 {"firstTimestamp", now},
-                 {"lastTimestamp", now},
-                 {"eventTime", nullptr},
-                 {"involvedObject", reference}};
+    EventIdentity identity;
+    identity.reporting_component = source_component;
+    auto post = build_event(involved, type, reason, message, identity);
+    if (!post) {
+        throw std::invalid_argument("No Events are posted about Events: they would loop.");
+    }
     Resource events;
     events.version = "v1";
     events.plural = "events";
     events.kind = "Event";
-    // Computed before co_await: g++ 12 mishandles temporaries of ?: inside co_await expressions.
-    const std::string path = events.path(event_namespace);
-    co_return co_await impl_->call("POST", path, body, "application/json");
+    const std::string path = events.path(post->namespace_);
+    co_return co_await impl_->call("POST", path, post->body, "application/json");
 }
 
 Awaitable<json> ApiClient::read_version() {

@@ -214,16 +214,13 @@ std::string body_string(const json& body, const char* section, const char* key) 
     return value != meta->end() && value->is_string() ? value->get<std::string>() : std::string();
 }
 
-// The selector as the structs layer matches it (one selection logic for every caller).
+// One resource: EVERYTHING and categories name no single one.
 structs::Selector to_structs(const Selector& selector) {
     if (selector.everything) {
         throw std::invalid_argument(
             "kopf::Api needs one resource, not EVERYTHING: name it, e.g. \"configmaps\".");
     }
-    structs::SelectorFields fields{selector.group,    selector.version,  selector.kind,
-                                   selector.plural,   selector.singular, selector.shortcut,
-                                   selector.category, selector.any_name};
-    return structs::Selector(std::move(fields));
+    return structs::from_public(selector);
 }
 
 Awaitable<structs::Resource> resolve(std::shared_ptr<ClientCore> core, Selector selector) {

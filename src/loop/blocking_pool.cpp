@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-namespace kopf::runtime {
+namespace kopf::loop {
 
 BlockingPool::BlockingPool(std::size_t threads) {
     workers_.reserve(threads);
@@ -74,4 +74,4 @@ void BlockingPool::join() {
     }
 }
 
-}  // namespace kopf::runtime
+}  // namespace kopf::loop

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace kopf::runtime {
+namespace kopf::loop {
 
 // A fixed set of threads taking jobs in order. The most recently idle thread takes the next
 // job, and each job wakes at most one sleeping thread: a steady trickle of short handlers is
@@ -47,4 +47,4 @@ class BlockingPool {
     std::vector<std::unique_ptr<Worker>> workers_;
 };
 
-}  // namespace kopf::runtime
+}  // namespace kopf::loop

@@ -266,6 +266,29 @@ std::string Selector::to_string() const {
     return fmt::format("Selector({})", fmt::join(parts, ", "));
 }
 
+kopf::Resource to_public(const Resource& r) {
+    kopf::Resource out;
+    out.group = r.group;
+    out.version = r.version;
+    out.plural = r.plural;
+    out.kind = r.kind;
+    out.singular = r.singular;
+    out.shortcuts.assign(r.shortcuts.begin(), r.shortcuts.end());
+    out.categories.assign(r.categories.begin(), r.categories.end());
+    out.subresources.assign(r.subresources.begin(), r.subresources.end());
+    out.namespaced = r.namespaced;
+    out.verbs.assign(r.verbs.begin(), r.verbs.end());
+    out.preferred = r.preferred;
+    return out;
+}
+
+Selector from_public(const kopf::Selector& selector) {
+    if (selector.everything) return Selector(EVERYTHING);
+    return Selector(SelectorFields{selector.group, selector.version, selector.kind, selector.plural,
+                                   selector.singular, selector.shortcut, selector.category,
+                                   selector.any_name});
+}
+
 Selector crds_selector() {
     return Selector("apiextensions.k8s.io", "customresourcedefinitions");
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <kopf/resource.hpp>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -115,6 +116,14 @@ class Selector {
     bool everything_ = false;
     std::function<bool(const Resource&)> predicate_;
 };
+
+// The same resource as handlers see it (kopf::Resource in kopf/resource.hpp).
+kopf::Resource to_public(const Resource& resource);
+
+// The selector a user wrote (kopf::Selector: registries, kopf::Api) in this layer's terms, so that
+// every resolution goes through Selector::select. Throws std::invalid_argument as the
+// constructors do (no name, several names).
+Selector from_public(const kopf::Selector& selector);
 
 // The framework's own resources (Kopf's backbone).
 Selector crds_selector();

@@ -11,7 +11,7 @@ struct WebhookCall {
     std::string url;            // https://host:port/path from clientConfig.url
     std::string ca_bundle_pem;  // decoded clientConfig.caBundle; empty: system roots
     std::chrono::milliseconds timeout{10'000};
-    std::string body;           // serialized AdmissionReview request
+    std::string body;  // serialized AdmissionReview request
 };
 
 struct WebhookReply {
@@ -22,7 +22,7 @@ struct WebhookReply {
 };
 
 class AdmissionTransport {
-public:
+  public:
     virtual ~AdmissionTransport() = default;
     virtual WebhookReply post(const WebhookCall& call) = 0;  // blocking, thread-safe
 };

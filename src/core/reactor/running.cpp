@@ -27,7 +27,7 @@
 #include "kopf/registry.hpp"
 #include "kopf/settings.hpp"
 #include "kopf/task.hpp"
-#include "loop/blocking_pool.hpp"
+#include "loop/loop_executor.hpp"
 
 namespace asio = boost::asio;
 
@@ -56,98 +56,15 @@ void NamedLogger::log(LogLevel level, std::string_view message) {
 
 namespace {
 
-// kopf::Executor on the operator's loop, with a bounded pool for synchronous handlers.
-// The handlers in the pool post their Events into the operator's own posting context.
-class LoopExecutor final : public kopf::Executor {
-  public:
-    LoopExecutor(asio::io_context& io, std::size_t workers, std::shared_ptr<PostingContext> posting)
-        : io_(io), pool_(workers), posting_(std::move(posting)) {}
-    ~LoopExecutor() override { pool_.join(); }
-
-    void post(std::function<void()> fn) override { asio::post(io_, std::move(fn)); }
-    void post_after(double seconds, std::function<void()> fn) override {
-        auto timer = std::make_shared<asio::steady_timer>(
-            io_, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                     std::chrono::duration<double>(std::max(0.0, seconds))));
-        const auto id = ++next_timer_;
-        timers_.emplace(id, timer);
-        timer->async_wait(
-            [this, id, timer, fn = std::move(fn)](const boost::system::error_code& ec) {
-                timers_.erase(id);
-                if (!ec && !cancelled_) fn();
-            });
-    }
-    // At the end of the operator: pending delays (idle workers, wake-ups) will never fire.
-    void cancel_timers() {
-        cancelled_ = true;
-        for (auto& [id, timer] : timers_) timer->cancel();
-    }
-    void run_blocking(std::function<void()> work, std::function<void()> done) override {
-        ++blocking_;
-        try {
-            pool_.submit([this, work = std::move(work), done = std::move(done)]() mutable {
-                {
-                    PostingScope posting_scope(posting_);
-                    work();
-                }
-                --blocking_;
-                asio::post(io_, std::move(done));
-            });
-        } catch (...) {
-            --blocking_;
-            throw;
-        }
-    }
-    // Synchronous handlers still running in the pool.
-    std::size_t blocking() const { return blocking_; }
-    // Waits for the synchronous handlers still running; nothing new may be started after it.
-    void join() { pool_.join(); }
-
-  private:
-    asio::io_context& io_;
-    BlockingPool pool_;
-    std::shared_ptr<PostingContext> posting_;
-    std::atomic<std::size_t> blocking_{0};
-    std::map<unsigned long, std::shared_ptr<asio::steady_timer>> timers_;
-    unsigned long next_timer_ = 0;
-    bool cancelled_ = false;
-};
-
 // Lets the stop flag reach the loop only while the operator runs (the flag may outlive it).
 struct StopBridge {
     std::mutex mutex;
     std::function<void()> request;
 };
 
-// Runs one coroutine to completion on the loop (used before and after serving).
-void run_to_completion(asio::io_context& io, LoopExecutor& executor, Task<void> task) {
-    bool finished = false;
-    std::exception_ptr error;
-    kopf::spawn(executor, std::move(task), [&](std::exception_ptr e) {
-        error = e;
-        finished = true;
-    });
-    while (!finished) {
-        io.restart();
-        io.run_one();
-    }
-    if (error) std::rethrow_exception(error);
-}
-
-void sleep_on_loop(asio::io_context& io, double seconds) {
-    asio::steady_timer timer(io, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                     std::chrono::duration<double>(seconds)));
-    bool fired = false;
-    timer.async_wait([&](const boost::system::error_code&) { fired = true; });
-    while (!fired) {
-        io.restart();
-        io.run_one();
-    }
-}
-
 // Runs the activity handlers of one kind (startup, cleanup) in registration order, with
 // TemporaryError retried after its delay; other failures end the activity with an error.
-void run_activity(asio::io_context& io, LoopExecutor& executor, const Registry& registry,
+void run_activity(asio::io_context& io, loop::LoopExecutor& executor, const Registry& registry,
                   const std::string& activity, OperatorSettings& settings, Memo& memo,
                   const Client* client = nullptr) {
     NamedLogger log("kopf.activities." + activity);
@@ -165,7 +82,7 @@ void run_activity(asio::io_context& io, LoopExecutor& executor, const Registry& 
                                 handler.options.param,
                                 client};
             try {
-                run_to_completion(io, executor, handler.fn(ctx));
+                loop::run_to_completion(io, executor, handler.fn(ctx));
                 log.info(fmt::format("Activity '{}' succeeded.", handler.id));
                 break;
             } catch (const TemporaryError& error) {
@@ -178,7 +95,7 @@ void run_activity(asio::io_context& io, LoopExecutor& executor, const Registry& 
                 }
                 log.error(fmt::format("Activity '{}' failed temporarily: {}. Will retry in {}s.",
                                       handler.id, error.what(), error.delay));
-                sleep_on_loop(io, error.delay);
+                loop::sleep_on_loop(io, error.delay);
             } catch (const std::exception& error) {
                 if (handler.options.errors == ErrorsMode::IGNORED) {
                     log.error(fmt::format("Activity '{}' failed with an exception. Will ignore. {}",
@@ -360,7 +277,11 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         settings.execution.max_workers && *settings.execution.max_workers > 0
             ? static_cast<std::size_t>(*settings.execution.max_workers)
             : std::max(4u, std::thread::hardware_concurrency() + 4);
-    LoopExecutor executor(io, workers, posting);
+    // The synchronous handlers in the pool post their Events into this operator's posting.
+    loop::LoopExecutor executor(io, workers, [posting](const std::function<void()>& work) {
+        PostingScope posting_scope(posting);
+        work();
+    });
     Memo memo;
 
     auto bridge = std::make_shared<StopBridge>();

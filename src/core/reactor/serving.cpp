@@ -19,6 +19,7 @@
 #include "core/engines/posting.hpp"
 #include "core/reactor/processing.hpp"
 #include "core/reactor/queueing.hpp"
+#include "loop/asio_bridge.hpp"
 #include "structs/credentials.hpp"
 #include "structs/references.hpp"
 
@@ -26,50 +27,6 @@ namespace asio = boost::asio;
 
 namespace kopf::runtime {
 namespace {
-
-kopf::Resource to_public(const structs::Resource& r) {
-    kopf::Resource out;
-    out.group = r.group;
-    out.version = r.version;
-    out.plural = r.plural;
-    out.kind = r.kind;
-    out.singular = r.singular;
-    out.shortcuts.assign(r.shortcuts.begin(), r.shortcuts.end());
-    out.categories.assign(r.categories.begin(), r.categories.end());
-    out.subresources.assign(r.subresources.begin(), r.subresources.end());
-    out.namespaced = r.namespaced;
-    out.verbs.assign(r.verbs.begin(), r.verbs.end());
-    out.preferred = r.preferred;
-    return out;
-}
-
-// Awaits an Asio awaitable from a kopf::Task (the handling core's coroutines): the awaitable
-// runs on the operator's loop and resumes the task there.
-template <class T>
-struct AsioAwaiter {
-    asio::io_context& io;
-    asio::awaitable<T> awaitable;
-    std::optional<T> result;
-    std::exception_ptr error;
-
-    bool await_ready() const noexcept { return false; }
-    void await_suspend(std::coroutine_handle<> handle) {
-        asio::co_spawn(io, std::move(awaitable), [this, handle](std::exception_ptr e, T value) {
-            error = e;
-            if (!e) result.emplace(std::move(value));
-            handle.resume();
-        });
-    }
-    T await_resume() {
-        if (error) std::rethrow_exception(error);
-        return std::move(*result);
-    }
-};
-
-template <class T>
-AsioAwaiter<T> on_loop(asio::io_context& io, asio::awaitable<T> awaitable) {
-    return AsioAwaiter<T>{io, std::move(awaitable), std::nullopt, nullptr};
-}
 
 // The message of a failed coroutine's exception, for the log line about it.
 std::string describe(std::exception_ptr error) {
@@ -202,30 +159,20 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     std::map<std::string, structs::Resource> resolve(const std::vector<structs::Resource>& found) {
         std::map<std::string, structs::Resource> served;
         for (const auto& selector : registry.selectors()) {
-            std::vector<const structs::Resource*> matching;
+            // Preferred versions unless a version is named, no events for EVERYTHING, and core
+            // v1 before other groups for specific names: structs::Selector::select, as in Kopf.
+            const auto matching = structs::from_public(selector).select(found);
             std::set<std::string> groups;
-            for (const auto& resource : found) {
-                if (!selector.version && !resource.preferred) continue;
-                if (selector.everything && resource.plural == "events") continue;  // as in Kopf
-                if (resource.plural.find('/') != std::string::npos) continue;
-                if (!selector.check(to_public(resource))) continue;
-                matching.push_back(&resource);
-                groups.insert(resource.group);
-            }
+            for (const auto& resource : matching) groups.insert(resource.group);
             const bool specific = !selector.everything && !selector.category;
             if (specific && groups.size() > 1) {
-                if (groups.count("")) {
-                    // Core v1 wins over the same name in other groups, as in Kopf.
-                    std::erase_if(matching, [](const auto* r) { return !r->group.empty(); });
-                } else {
-                    std::vector<std::string> names;
-                    for (const auto* r : matching) names.push_back(r->to_string());
-                    throw std::runtime_error(fmt::format(
-                        "Ambiguous resource specification '{}': it matches {}. Specify the "
-                        "group, e.g. '{}.{}'.",
-                        selector.repr(), fmt::join(names, ", "), matching.front()->plural,
-                        matching.front()->group));
-                }
+                std::vector<std::string> names;
+                for (const auto& r : matching) names.push_back(r.to_string());
+                throw std::runtime_error(
+                    fmt::format("Ambiguous resource specification '{}': it matches {}. Specify the "
+                                "group, e.g. '{}.{}'.",
+                                selector.repr(), fmt::join(names, ", "), matching.front().plural,
+                                matching.front().group));
             }
             if (matching.empty()) {
                 if (!unresolved_warned.count(selector.repr())) {
@@ -238,7 +185,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
                 }
                 continue;
             }
-            for (const auto* r : matching) served.emplace(r->to_string(), *r);
+            for (const auto& r : matching) served.emplace(r.to_string(), r);
         }
         return served;
     }
@@ -307,7 +254,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         auto& kind = kinds[resource.to_string()];
         if (!kind) {
             kind = std::make_shared<ServedKind>(
-                ServedKind{resource, to_public(resource), resource.to_string()});
+                ServedKind{resource, structs::to_public(resource), resource.to_string()});
         }
         return kind;
     }
@@ -537,7 +484,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             const std::string subresource = status ? "status" : "";
             auto patching = api.patch_version(served_as ? *served_as : unserved, namespace_, name,
                                               type, patch, subresource);
-            auto awaiter = on_loop(io, std::move(patching));
+            auto awaiter = loop::on_loop(io, std::move(patching));
             result.resource_version = co_await awaiter;
         } catch (const clients::NotFoundError&) {
             result.found = false;

@@ -14,7 +14,7 @@
 
 namespace {
 
-using kopf::runtime::BlockingPool;
+using kopf::loop::BlockingPool;
 
 // Waits until `count` reaches `expected`, for at most 30 s (the test then fails).
 bool wait_for(std::mutex& mutex, std::condition_variable& changed, const int& count, int expected) {

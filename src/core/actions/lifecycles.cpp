@@ -1,0 +1,44 @@
+// Kopf's lifecycles: which of the awakened handlers run in one processing cycle.
+#include "core/actions/lifecycles.hpp"
+
+#include <algorithm>
+#include <random>
+
+namespace kopf::actions {
+
+namespace lifecycles {
+std::vector<const ChangingHandler*> asap(std::vector<const ChangingHandler*> handlers,
+                                         const State& state) {
+    std::stable_sort(handlers.begin(), handlers.end(), [&state](auto* a, auto* b) {
+        int ra = state.contains(a->id) ? state[a->id].retries : 0;
+        int rb = state.contains(b->id) ? state[b->id].retries : 0;
+        return ra < rb;
+    });
+    if (handlers.size() > 1) handlers.resize(1);
+    return handlers;
+}
+std::vector<const ChangingHandler*> all_at_once(std::vector<const ChangingHandler*> handlers,
+                                                const State&) {
+    return handlers;
+}
+std::vector<const ChangingHandler*> one_by_one(std::vector<const ChangingHandler*> handlers,
+                                               const State&) {
+    if (handlers.size() > 1) handlers.resize(1);
+    return handlers;
+}
+std::vector<const ChangingHandler*> randomized(std::vector<const ChangingHandler*> handlers,
+                                               const State&) {
+    if (handlers.empty()) return handlers;
+    static thread_local std::mt19937 rng{std::random_device{}()};
+    std::uniform_int_distribution<std::size_t> pick(0, handlers.size() - 1);
+    return {handlers[pick(rng)]};
+}
+std::vector<const ChangingHandler*> shuffled(std::vector<const ChangingHandler*> handlers,
+                                             const State&) {
+    static thread_local std::mt19937 rng{std::random_device{}()};
+    std::shuffle(handlers.begin(), handlers.end(), rng);
+    return handlers;
+}
+}  // namespace lifecycles
+
+}  // namespace kopf::actions

@@ -1,0 +1,56 @@
+// The operator's event loop as a kopf::Executor: coroutines continue on the loop's thread, timers
+// are Asio timers, and blocking work (synchronous handlers) runs in a bounded pool of threads.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstddef>
+#include <functional>
+#include <kopf/task.hpp>
+#include <map>
+#include <memory>
+
+#include "loop/blocking_pool.hpp"
+
+namespace kopf::loop {
+
+class LoopExecutor final : public kopf::Executor {
+  public:
+    // `around_blocking` wraps every piece of blocking work on its worker thread (the operator
+    // installs its per-thread state there, e.g. where its handlers' Events go); may be empty.
+    LoopExecutor(boost::asio::io_context& io, std::size_t workers,
+                 std::function<void(const std::function<void()>&)> around_blocking = {});
+    ~LoopExecutor() override;
+    LoopExecutor(const LoopExecutor&) = delete;
+    LoopExecutor& operator=(const LoopExecutor&) = delete;
+
+    void post(std::function<void()> fn) override;
+    void post_after(double seconds, std::function<void()> fn) override;
+    void run_blocking(std::function<void()> work, std::function<void()> done) override;
+
+    // At the end of the operator: pending delays (idle workers, wake-ups) will never fire.
+    void cancel_timers();
+    // Blocking work still running in the pool.
+    std::size_t blocking() const { return blocking_; }
+    // Waits for the blocking work still running; nothing new may be started after it.
+    void join() { pool_.join(); }
+
+  private:
+    boost::asio::io_context& io_;
+    BlockingPool pool_;
+    std::function<void(const std::function<void()>&)> around_blocking_;
+    std::atomic<std::size_t> blocking_{0};
+    std::map<unsigned long, std::shared_ptr<boost::asio::steady_timer>> timers_;
+    unsigned long next_timer_ = 0;
+    bool cancelled_ = false;
+};
+
+// Runs one coroutine to completion on the loop, driving it from the calling thread (before and
+// after the operator serves); rethrows the coroutine's exception.
+void run_to_completion(boost::asio::io_context& io, LoopExecutor& executor, Task<void> task);
+
+// Sleeps while the loop keeps running (its other work goes on).
+void sleep_on_loop(boost::asio::io_context& io, double seconds);
+
+}  // namespace kopf::loop
