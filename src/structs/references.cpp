@@ -282,6 +282,22 @@ kopf::Resource to_public(const Resource& r) {
     return out;
 }
 
+Resource from_public(const kopf::Resource& r) {
+    Resource out;
+    out.group = r.group;
+    out.version = r.version;
+    out.plural = r.plural;
+    out.kind = r.kind;
+    out.singular = r.singular;
+    out.shortcuts.insert(r.shortcuts.begin(), r.shortcuts.end());
+    out.categories.insert(r.categories.begin(), r.categories.end());
+    out.subresources.insert(r.subresources.begin(), r.subresources.end());
+    out.namespaced = r.namespaced;
+    out.verbs.insert(r.verbs.begin(), r.verbs.end());
+    out.preferred = r.preferred;
+    return out;
+}
+
 Selector from_public(const kopf::Selector& selector) {
     if (selector.everything) return Selector(EVERYTHING);
     return Selector(SelectorFields{selector.group, selector.version, selector.kind, selector.plural,

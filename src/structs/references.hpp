@@ -119,6 +119,8 @@ class Selector {
 
 // The same resource as handlers see it (kopf::Resource in kopf/resource.hpp).
 kopf::Resource to_public(const Resource& resource);
+// And back (e.g. for a kind that handlers know but the cluster does not serve now).
+Resource from_public(const kopf::Resource& resource);
 
 // The selector a user wrote (kopf::Selector: registries, kopf::Api) in this layer's terms, so that
 // every resolution goes through Selector::select. Throws std::invalid_argument as the

@@ -14,7 +14,7 @@ std::vector<const ChangingHandler*> asap(std::vector<const ChangingHandler*> han
         int rb = state.contains(b->id) ? state[b->id].retries : 0;
         return ra < rb;
     });
-    if (handlers.size() > 1) handlers.resize(1);
+    if (handlers.size() > 1) handlers.erase(handlers.begin() + 1, handlers.end());
     return handlers;
 }
 std::vector<const ChangingHandler*> all_at_once(std::vector<const ChangingHandler*> handlers,
@@ -23,7 +23,7 @@ std::vector<const ChangingHandler*> all_at_once(std::vector<const ChangingHandle
 }
 std::vector<const ChangingHandler*> one_by_one(std::vector<const ChangingHandler*> handlers,
                                                const State&) {
-    if (handlers.size() > 1) handlers.resize(1);
+    if (handlers.size() > 1) handlers.erase(handlers.begin() + 1, handlers.end());
     return handlers;
 }
 std::vector<const ChangingHandler*> randomized(std::vector<const ChangingHandler*> handlers,

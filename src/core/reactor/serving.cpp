@@ -459,17 +459,6 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         return nullptr;
     }
 
-    // The API description of a kind that is not served (not yet discovered, or gone).
-    static structs::Resource unserved_resource(const kopf::Resource& resource) {
-        structs::Resource out;
-        out.group = resource.group;
-        out.version = resource.version;
-        out.plural = resource.plural;
-        out.kind = resource.kind;
-        out.namespaced = resource.namespaced;
-        return out;
-    }
-
     Task<reactor::PatchResult> write(const kopf::Resource& resource, const json& body,
                                      clients::PatchType type, const json& patch, bool status) {
         reactor::PatchResult result;
@@ -478,7 +467,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             // suspension (it has a set of verbs: copying it was 18 allocations per patch).
             const structs::Resource* served_as = served_resource(resource);
             const structs::Resource unserved =
-                served_as ? structs::Resource() : unserved_resource(resource);
+                served_as ? structs::Resource() : structs::from_public(resource);
             const std::string namespace_ = metadata_field(body, "namespace");
             const std::string name = metadata_field(body, "name");
             const std::string subresource = status ? "status" : "";
