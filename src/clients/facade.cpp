@@ -119,10 +119,14 @@ struct ClientCore : std::enable_shared_from_this<ClientCore> {
     clients::ApiClient* api = nullptr;
     clients::WatchSettings watching{};
 
-    // A client of its own: its loop, the thread running it, its ApiClient.
-    std::unique_ptr<asio::io_context> own_io{};
-    std::optional<asio::executor_work_guard<asio::io_context::executor_type>> own_work{};
-    std::unique_ptr<clients::ApiClient> own_api{};
+    // A client of its own: its loop and ApiClient, shared with the thread running the loop (which
+    // destroys them after the loop ends, when the last handle went away on that very thread).
+    struct OwnLoop {
+        asio::io_context io{1};
+        std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work{};
+        std::unique_ptr<clients::ApiClient> api{};
+    };
+    std::shared_ptr<OwnLoop> own{};
     std::thread own_thread{};
 
     std::mutex mutex;  // guards `closed` and `pending`: calls start on any thread
@@ -136,18 +140,19 @@ struct ClientCore : std::enable_shared_from_this<ClientCore> {
     bool on_loop_thread() const { return io->get_executor().running_in_this_thread(); }
 
     ~ClientCore() {
-        if (!own_io) return;
+        if (!own) return;
         // Calls still waiting fail; what is still in flight is dropped with the loop.
-        asio::post(*own_io, [this] {
-            close();
-            own_io->stop();
-        });
-        own_work.reset();
         if (own_thread.get_id() == std::this_thread::get_id()) {
-            own_thread.detach();  // the last handle went away in a callback on our own loop
-        } else if (own_thread.joinable()) {
-            own_thread.join();
+            close();
+            own->io.stop();
+            own_thread.detach();
+            return;
         }
+        asio::post(own->io, [this] {
+            close();
+            own->io.stop();
+        });
+        own_thread.join();
     }
 
     void close();
@@ -723,13 +728,14 @@ ApiCall<json> Api::watch(std::function<void(const WatchEvent&)> on_event,
 Client::Client(ConnectionInfo credentials) : core_(std::make_shared<detail::ClientCore>()) {
     auto vault = std::make_shared<structs::Vault>();
     vault->populate({{"kopf::Client", std::move(credentials)}});
-    core_->own_io = std::make_unique<asio::io_context>(1);
-    core_->own_work.emplace(core_->own_io->get_executor());
-    core_->own_api = std::make_unique<clients::ApiClient>(core_->own_io->get_executor(), vault,
-                                                          clients::ReloginFn{});
-    core_->io = core_->own_io.get();
-    core_->api = core_->own_api.get();
-    core_->own_thread = std::thread([io = core_->own_io.get()] { io->run(); });
+    auto own = std::make_shared<detail::ClientCore::OwnLoop>();
+    own->work.emplace(own->io.get_executor());
+    own->api =
+        std::make_unique<clients::ApiClient>(own->io.get_executor(), vault, clients::ReloginFn{});
+    core_->io = &own->io;
+    core_->api = own->api.get();
+    core_->own = own;
+    core_->own_thread = std::thread([own] { own->io.run(); });
 }
 
 Api Client::api(Selector resource, std::string namespace_) const {
