@@ -312,6 +312,17 @@ TEST_F(PublicApiTest, CallsAfterTheClientIsGoneFailClearly) {
     EXPECT_THROW(kopf::Client().api("configmaps").list().wait(), std::logic_error);
 }
 
+// A one-off client in one expression: its last handle goes away either on the caller's thread or
+// on the client's own loop thread (whichever lets go last); both shut down cleanly.
+TEST_F(PublicApiTest, OneOffClientsShutDownWhereverTheirLastHandleGoes) {
+    configmaps.create(configmap_body("one-off")).wait();
+    for (int i = 0; i < 50; ++i) {
+        EXPECT_EQ(
+            kopf::Client(admin()).api("configmaps", "default").get("one-off").wait()["data"]["key"],
+            "one");
+    }
+}
+
 // A watch from the client: events across a dropped stream and a 410 Gone, stopped by a flag;
 // and a blocking call from the watch callback (on the client's loop) is refused.
 TEST_F(PublicApiTest, WatchSurvivesDropsAndGoneAndStopsByFlag) {
