@@ -221,3 +221,34 @@ TEST_F(EmbeddedPosting, EventsFromAThreadOfAHandlerArePostedByTheRunningOperator
     EXPECT_EQ(components(events), std::set<std::string>{"operator-a"}) << events.dump(2);
     EXPECT_EQ(operator_a.stop(), "");
 }
+
+// The embedding application talks to the cluster with the operator's own client
+// (RunOptions::client), from its own thread; once the operator has exited, calls fail at once.
+TEST_F(Embedding, TheApplicationUsesTheOperatorsClientUntilItExits) {
+    kopf::Registry registry;
+    kopf::on::create registration(registry, kopf::Selector("kopfexamples"), {.id = "create_fn"},
+                                  [](kopf::Context&) -> kopf::json {
+                                      return {{"seen", true}};
+                                  });
+    kopf::Client client;
+    kopf::RunOptions options;
+    options.namespaces = {"default"};
+    options.registry = &registry;
+    options.client = &client;
+    kopf::testing::OperatorThread operator_thread(options);
+    ASSERT_TRUE(operator_thread.ready()) << operator_thread.failure();
+
+    const kopf::json marker = {{"metadata", {{"name", "from-the-application"}}},
+                               {"data", {{"written", "by the embedding application"}}}};
+    auto configmaps = client.api("configmaps", "default");
+    configmaps.create(marker).wait();
+    EXPECT_TRUE(eventually("get configmap from-the-application -o jsonpath={.data.written}",
+                           "by the embedding application"));
+    apply_example();
+    EXPECT_TRUE(eventually("get kex kopf-example-1 -o jsonpath={.status.create_fn.seen}", "true"));
+    const kopf::json example = client.api("kopfexamples", "default").get("kopf-example-1").wait();
+    EXPECT_EQ(example["status"]["create_fn"]["seen"], true);
+
+    EXPECT_EQ(operator_thread.stop(), "");
+    EXPECT_THROW(configmaps.get("from-the-application").wait(), kopf::ApiConnectionError);
+}
