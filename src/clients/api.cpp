@@ -502,9 +502,14 @@ Awaitable<void> ApiClient::watch_objs(Resource resource, std::string namespace_,
             throw CallbackFailure{std::current_exception()};
         }
     };
+    // Failures in a row (no line received in between): each pause is the next of
+    // settings.networking.error_backoffs (the last one repeats), as Kopf backs off its requests,
+    // so that an API server that went away is not hammered by every watch at once.
+    std::size_t failures_in_a_row = 0;
     while (!(stop && stop->stopped())) {
         std::string ended;  // why the stream ended, for the log
         bool error = true;
+        bool received = false;
         std::optional<double> retry_after;
         try {
             if (!resource_version) {
@@ -546,6 +551,7 @@ Awaitable<void> ApiClient::watch_objs(Resource resource, std::string namespace_,
             }
             LineSplitter lines;
             auto on_line = [&](std::string_view line) {
+                received = true;
                 if (drop_unparsed && is_modified_event(line)) {
                     if (const auto version = sole_resource_version(line)) {
                         std::string text(*version);
@@ -627,11 +633,19 @@ Awaitable<void> ApiClient::watch_objs(Resource resource, std::string namespace_,
         if (error) {
             std::string resumption = " with a relisting";
             if (resource_version) resumption = " from resourceVersion " + *resource_version;
-            spdlog::error("Watch stream of {} failed: {}; resuming{}.", name, ended, resumption);
+            if (received) failures_in_a_row = 0;
+            const auto& backoffs = impl_->settings.error_backoffs;
             double pause = settings.reconnect_backoff.count();
+            if (!backoffs.empty()) {
+                pause = std::max(pause, backoffs[std::min(failures_in_a_row, backoffs.size() - 1)]);
+            }
+            ++failures_in_a_row;
             if (retry_after && *retry_after > pause) pause = *retry_after;
+            spdlog::error("Watch stream of {} failed: {}; resuming{} in {}s.", name, ended,
+                          resumption, pause);
             co_await impl_->sleep(Seconds(pause), stop);
         } else {
+            failures_in_a_row = 0;
             spdlog::debug("Watch stream of {} ended: {}.", name, ended);
         }
     }

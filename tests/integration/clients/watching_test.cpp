@@ -214,6 +214,26 @@ TEST_F(Watching, ServerErrorOnWatchIsRetried) {
     finish(recorder);
 }
 
+// A failing API server is not hammered: after an error the watch waits for the next of the
+// error backoffs (here a very long one), not the short reconnect pause.
+TEST_F(Watching, FailedReconnectsBackOffPerTheErrorBackoffs) {
+    auto settings = fast_settings();
+    settings.error_backoffs = {600};
+    auto api = make_client(admin(), settings);
+    Recorder recorder;
+    start_watch(*api, recorder);
+    ASSERT_TRUE(drive([&] { return recorder.listings == 1; }));
+    warm_up(*api, {&recorder}, "cm-warm-up");
+    server->fail_next_requests(1, 503);
+    server->drop_watches();  // the reconnection gets the 503, then pauses for 600 s
+    drive([] { return false; }, std::chrono::seconds(1));  // the reconnection meets the 503
+    run(api->create(configmaps(), "default", configmap("cm-during-backoff")));
+    EXPECT_FALSE(
+        drive([&] { return recorder.saw("ADDED", "cm-during-backoff"); }, std::chrono::seconds(2)))
+        << "the watch reconnected before its error backoff";
+    finish(recorder);  // the stop flag ends the pause at once
+}
+
 // Raw peers: faults that a correct server never produces.
 
 std::string list_body() {
