@@ -137,7 +137,10 @@ struct ClientCore : std::enable_shared_from_this<ClientCore> {
     std::optional<std::vector<structs::Resource>> discovered{};
     std::set<std::shared_ptr<clients::StopSignal>> watches{};
 
-    bool on_loop_thread() const { return io->get_executor().running_in_this_thread(); }
+    // The thread that runs the loop: compared by id, without touching the loop, which may be
+    // gone already when an application thread calls after the operator's exit.
+    std::thread::id loop_thread{};
+    bool on_loop_thread() const { return std::this_thread::get_id() == loop_thread; }
 
     ~ClientCore() {
         if (!own) return;
@@ -453,16 +456,19 @@ bool begin(const std::shared_ptr<ClientCore>& core, std::shared_ptr<const ApiReq
     if (!core) {
         throw std::logic_error("kopf::Api: this handle has no client (a default-constructed one).");
     }
-    {
-        std::lock_guard lock(core->mutex);
-        if (core->closed) {
-            outcome->finished = true;
-            outcome->error = detail::closed_error();
-            return false;
-        }
-        core->pending.insert(outcome);
+    // Posted under the lock: the loop outlives the core's closing, not necessarily more.
+    std::lock_guard lock(core->mutex);
+    if (core->closed) {
+        outcome->finished = true;
+        outcome->error = detail::closed_error();
+        return false;
     }
+    core->pending.insert(outcome);
     asio::post(*core->io, [core, request = std::move(request), outcome]() mutable {
+        {
+            std::lock_guard lock(core->mutex);
+            if (core->closed) return;  // the closing has answered it
+        }
         auto work = perform(core, std::move(request));
         asio::co_spawn(*core->io, std::move(work),
                        [core, outcome](std::exception_ptr error, json result) {
@@ -736,6 +742,7 @@ Client::Client(ConnectionInfo credentials) : core_(std::make_shared<detail::Clie
     core_->api = own->api.get();
     core_->own = own;
     core_->own_thread = std::thread([own] { own->io.run(); });
+    core_->loop_thread = core_->own_thread.get_id();
 }
 
 Api Client::api(Selector resource, std::string namespace_) const {
@@ -774,9 +781,11 @@ Api ActivityContext::api(Selector resource, std::string namespace_) const {
 namespace kopf::clients {
 
 std::shared_ptr<detail::ClientCore> make_client_core(asio::io_context& io, ApiClient& api,
-                                                     WatchSettings watching) {
+                                                     WatchSettings watching,
+                                                     std::thread::id loop_thread) {
     auto core = std::make_shared<detail::ClientCore>();
     core->io = &io;
+    core->loop_thread = loop_thread;
     core->api = &api;
     core->watching = std::move(watching);
     return core;

@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <kopf/api.hpp>
 #include <memory>
+#include <thread>
 
 #include "clients/api.hpp"
 #include "clients/settings.hpp"
@@ -13,9 +14,11 @@
 namespace kopf::clients {
 
 // A core on the operator's loop using its client (credentials, retries, rate limit); `api` must
-// stay alive until close_client_core().
-std::shared_ptr<detail::ClientCore> make_client_core(boost::asio::io_context& io, ApiClient& api,
-                                                     WatchSettings watching = {});
+// stay alive until close_client_core(). `loop_thread` runs the loop (blocking calls there are
+// refused): the caller's thread unless given.
+std::shared_ptr<detail::ClientCore> make_client_core(
+    boost::asio::io_context& io, ApiClient& api, WatchSettings watching = {},
+    std::thread::id loop_thread = std::this_thread::get_id());
 
 // Ends the core's use of the ApiClient: the open watches stop, calls still waiting fail, and new
 // calls throw. Call it on the loop's thread while the loop still runs.

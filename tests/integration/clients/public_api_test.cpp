@@ -377,9 +377,9 @@ TEST_F(PublicApiTest, WatchSurvivesDropsAndGoneAndStopsByFlag) {
 // The operator's own client shares its ApiClient: a 401 mid-way is answered by re-login.
 TEST_F(PublicApiTest, UnauthorizedIsAnsweredByRelogin) {
     auto api = make_client(admin(), fast_settings());
-    auto core = clients::make_client_core(io, *api);
     auto work = boost::asio::make_work_guard(io);
     std::thread loop([this] { io.run(); });
+    auto core = clients::make_client_core(io, *api, {}, loop.get_id());
     kopf::Client operator_client(core);
     auto own = operator_client.api("configmaps", "default");
     own.create(configmap_body("relogged")).wait();
