@@ -99,7 +99,10 @@ Cluster::~Cluster() {
 }
 
 CommandResult Cluster::kubectl(const std::vector<std::string>& args) const {
-    std::vector<std::string> argv = {"kubectl", "--kubeconfig", kubeconfig_.string()};
+    // A bounded request: a stuck API server fails the test with kubectl's error instead of
+    // hanging it silently until the test's own timeout.
+    std::vector<std::string> argv = {"kubectl", "--kubeconfig", kubeconfig_.string(),
+                                     "--request-timeout=120s"};
     argv.insert(argv.end(), args.begin(), args.end());
     return run(argv);
 }
