@@ -343,8 +343,7 @@ Awaitable<json> watch_objects(std::shared_ptr<ClientCore> core, structs::Resourc
     core->watches.insert(signal);
     if (request->stop) {
         // The flag may be set from any thread, also after this watch and its client are gone.
-        request->stop->on_set([weak_core = std::weak_ptr<ClientCore>(core),
-                               weak_signal = std::weak_ptr<clients::StopSignal>(signal)] {
+        request->stop->on_set([weak_signal = std::weak_ptr<clients::StopSignal>(signal)] {
             if (auto signal = weak_signal.lock()) signal->stop();
         });
     }

@@ -131,20 +131,19 @@ void collect_apply_conflicts(const json& applied, const json& owned, const json&
     }
 }
 
-// A forced apply takes the conflicting fields over: they leave the other applier's set.
-void release_fields(json& owned, const json& applied) {
-    if (!owned.is_object() || !applied.is_object()) return;
-    for (const auto& [key, sub] : applied.items()) {
-        if (!owned.contains(key)) continue;
-        if (sub.empty() && owned[key].empty()) {
-            owned.erase(key);
-        } else if (sub.empty() || owned[key].empty()) {
-            if (key != "f:metadata") owned.erase(key);  // a leaf taken over whole
-        } else {
-            release_fields(owned[key], sub);
-            if (owned[key].empty()) owned.erase(key);
-        }
+// A forced apply takes the conflicting fields over: each conflict path (".data.key", as
+// collect_apply_conflicts names it) leaves the other applier's set, and so do the branches it
+// leaves empty.
+void release_field(json& owned, const std::string& path) {
+    if (!owned.is_object() || path.empty()) return;
+    const auto next = path.find('.', 1);
+    const std::string key = "f:" + path.substr(1, next == std::string::npos ? next : next - 1);
+    if (!owned.contains(key)) return;
+    if (next != std::string::npos) {
+        release_field(owned[key], path.substr(next));
+        if (!owned[key].empty()) return;
     }
+    owned.erase(key);
 }
 
 json apply_entry(const std::string& manager, const std::string& api_version, json fields) {
@@ -975,7 +974,7 @@ HttpResponse Engine::do_patch(RequestInfo& rq, Lock& lock) {
                 collect_apply_conflicts(fields, entry.value("fieldsV1", json::object()), patch,
                                         base, "", paths);
                 if (force == "true") {
-                    release_fields(entry["fieldsV1"], fields);
+                    for (const auto& path : paths) release_field(entry["fieldsV1"], path);
                     continue;
                 }
                 for (const auto& path : paths) {
