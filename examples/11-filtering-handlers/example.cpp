@@ -101,3 +101,13 @@ void update_with_field_change_satisfied(kopf::Context& ctx) {
 }
 KOPF_ON_UPDATE(update_with_field_change_satisfied, "kopfexamples",
                {.field = "spec.field", .old = "value", .new_ = "changed"});
+
+// A daemon runs only while its filters match: it is stopped when spec.field changes to another
+// value, and spawned again when it changes back.
+void daemon_with_field(kopf::Context& ctx) {
+    while (!ctx.stopped) {
+        ctx.logger.info("Field daemon is satisfied.");
+        ctx.stopped.wait(1);
+    }
+}
+KOPF_DAEMON(daemon_with_field, "kopfexamples", {.field = "spec.field", .value = "value"});

@@ -9,6 +9,7 @@
 #include <kopf/memo.hpp>
 #include <kopf/patch.hpp>
 #include <kopf/resource.hpp>
+#include <kopf/stopped.hpp>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -63,6 +64,8 @@ struct Context {
 
     HandlerScope* scope = nullptr;   ///< internal: sub-handler registration
     const Client* client = nullptr;  ///< the operator's API client (see api())
+    /// Daemons and timers: the stop flag (kopf/stopped.hpp); never set in other handlers.
+    DaemonStopped stopped{};
 
     /// The Kubernetes API of one resource with the operator's credentials (kopf/api.hpp):
     /// `co_await ctx.api("configmaps", ctx.namespace_).create(body)`.

@@ -38,6 +38,10 @@ void register_activity(Registry& registry, std::string activity, ActivityOptions
 void register_login(Registry& registry, ActivityOptions options,
                     std::function<std::shared_ptr<ConnectionInfo>(ActivityContext&)> fn,
                     std::string default_id);
+void register_daemon(Registry& registry, Selector selector, DaemonOptions options, Callable fn,
+                     std::string default_id);
+void register_timer(Registry& registry, Selector selector, TimerOptions options, Callable fn,
+                    std::string default_id);
 void add_subhandler(Context& ctx, HandlerOptions options, Callable fn, std::string default_id);
 
 template <ChangingKind K>
@@ -78,9 +82,52 @@ struct ChangingRegistration {
         : ChangingRegistration(n, std::move(s), HandlerOptions{}, std::move(fn)) {}
 };
 
+/// Registration of daemons and timers: `Register` is register_daemon or register_timer.
+template <class Options, void (*Register)(Registry&, Selector, Options, Callable, std::string)>
+struct SpawningRegistration {
+    template <class F>
+    SpawningRegistration(Registry& r, Selector s, Options o, F fn,
+                         std::source_location loc = std::source_location::current()) {
+        Register(r, std::move(s), std::move(o), make_callable(std::move(fn)), location_id(loc));
+    }
+    template <class F>
+    SpawningRegistration(Selector s, Options o, F fn,
+                         std::source_location loc = std::source_location::current())
+        : SpawningRegistration(Registry::default_registry(), std::move(s), std::move(o),
+                               std::move(fn), loc) {}
+    template <class F>
+    SpawningRegistration(Selector s, F fn,
+                         std::source_location loc = std::source_location::current())
+        : SpawningRegistration(std::move(s), Options{}, std::move(fn), loc) {}
+    template <class F>
+    SpawningRegistration(Named n, Selector s, Options o, F fn) {
+        Register(Registry::default_registry(), std::move(s), std::move(o),
+                 make_callable(std::move(fn)), n.name);
+    }
+    template <class F>
+    SpawningRegistration(Named n, Selector s, F fn)
+        : SpawningRegistration(n, std::move(s), Options{}, std::move(fn)) {}
+};
+
 }  // namespace detail
 
 namespace on {
+
+/// A daemon: runs alongside each matching object from when it is first seen until it is
+/// deleted, stops matching, or the operator exits (see kopf/stopped.hpp for `ctx.stopped`).
+/// Synchronous daemons run on threads of their own, coroutine daemons on the event loop.
+///
+///     void monitor(kopf::Context& ctx) {
+///         while (!ctx.stopped) ctx.stopped.wait(10);
+///     }
+///     KOPF_DAEMON(monitor, "kopfexamples", {.cancellation_timeout = 1.0});
+using daemon = detail::SpawningRegistration<DaemonOptions, detail::register_daemon>;
+/// A timer: runs every `interval` seconds for each matching object (synchronous timers on the
+/// worker pool, coroutine timers on the loop); never concurrently with itself.
+///
+///     kopf::json ping(kopf::Context& ctx) { return ctx.spec["field"]; }
+///     KOPF_TIMER(ping, "kopfexamples", {.interval = 10, .idle = 60});
+using timer = detail::SpawningRegistration<TimerOptions, detail::register_timer>;
 
 /// Creation of an object (no diff base yet).
 using create = detail::ChangingRegistration<detail::ChangingKind::CREATE>;
@@ -199,6 +246,10 @@ struct login {
 
 }  // namespace on
 
+/// Kopf's `@kopf.daemon` and `@kopf.timer` spellings.
+using daemon = on::daemon;
+using timer = on::timer;
+
 /// Declare a sub-handler of the running handler (id "<parent>/<id>"); it runs after the parent
 /// returns, with its own progress and retries; the parent finishes when all children do.
 ///
@@ -249,4 +300,10 @@ inline void execute(
 #define KOPF_ON_EVENT(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::event, fn, __VA_ARGS__)
 #define KOPF_ON_STARTUP(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::startup, fn, __VA_ARGS__)
 #define KOPF_ON_CLEANUP(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::cleanup, fn, __VA_ARGS__)
+/// `KOPF_DAEMON(fn, "kopfexamples", {.cancellation_timeout = 1.0});` — id defaults to "fn".
+#define KOPF_DAEMON(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::daemon, fn, __VA_ARGS__)
+/// `KOPF_TIMER(fn, "kopfexamples", {.interval = 10});` — id defaults to "fn".
+#define KOPF_TIMER(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::timer, fn, __VA_ARGS__)
+#define KOPF_ON_DAEMON(fn, ...) KOPF_DAEMON(fn, __VA_ARGS__)
+#define KOPF_ON_TIMER(fn, ...) KOPF_TIMER(fn, __VA_ARGS__)
 #define KOPF_ON_LOGIN(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::login, fn, __VA_ARGS__)

@@ -8,6 +8,7 @@
 #include <kopf/filters.hpp>
 #include <kopf/json.hpp>
 #include <kopf/resource.hpp>
+#include <kopf/stopped.hpp>
 #include <kopf/task.hpp>
 #include <memory>
 #include <optional>
@@ -104,6 +105,71 @@ struct WatchingHandler {
     std::vector<std::string> field{};
 };
 
+/// Options of `kopf::on::daemon`, in the order of Kopf's decorator arguments. Durations are
+/// seconds or std::chrono durations: `{.initial_delay = 30, .cancellation_timeout = 1.5s}`.
+struct DaemonOptions {
+    std::string id{};
+    json param{};
+    std::optional<ErrorsMode> errors{};  ///< default: TEMPORARY (restart after backoff)
+    std::optional<Seconds> timeout{};
+    std::optional<int> retries{};
+    std::optional<Seconds> backoff{};        ///< default: settings.execution.default_backoff
+    std::optional<Seconds> initial_delay{};  ///< before the first start
+    /// Stopping: the flag is set at once; after cancellation_backoff, a coroutine daemon is
+    /// cancelled (kopf::CancelledError); after cancellation_timeout more, the daemon is
+    /// abandoned. Without a timeout, the framework waits forever (polling its exit).
+    std::optional<Seconds> cancellation_backoff{};
+    std::optional<Seconds> cancellation_timeout{};
+    std::optional<Seconds> cancellation_polling{};  ///< default: settings.background
+    MetaFilter labels{};
+    MetaFilter annotations{};
+    WhenFilter when{};
+    std::string field{};
+    ValueFilter value{};
+};
+
+/// Options of `kopf::on::timer`, in the order of Kopf's decorator arguments.
+struct TimerOptions {
+    std::string id{};
+    json param{};
+    std::optional<ErrorsMode> errors{};
+    std::optional<Seconds> timeout{};
+    std::optional<int> retries{};
+    std::optional<Seconds> backoff{};
+    std::optional<Seconds> interval{};       ///< between the end of a run and the next start
+    std::optional<Seconds> initial_delay{};  ///< before the first run
+    bool sharp = false;                      ///< interval between starts, not end to start
+    std::optional<Seconds> idle{};           ///< run only after no change for this long
+    MetaFilter labels{};
+    MetaFilter annotations{};
+    WhenFilter when{};
+    std::string field{};
+    ValueFilter value{};
+};
+
+/// A daemon or a timer: spawned per object while its filters match.
+struct SpawningHandler {
+    enum class Kind { DAEMON, TIMER };
+    Kind kind = Kind::DAEMON;
+    std::string id{};
+    Callable fn{};
+    Selector selector{};
+    std::vector<std::string> field{};  ///< parsed `field`
+    /// The options shared with other handlers (id, param, errors, timeout, retries, backoff and
+    /// the filters); the timing options follow.
+    HandlerOptions options{};
+    std::optional<double> initial_delay{};
+    std::optional<double> cancellation_backoff{};  ///< daemons
+    std::optional<double> cancellation_timeout{};  ///< daemons
+    std::optional<double> cancellation_polling{};  ///< daemons
+    std::optional<double> interval{};              ///< timers
+    std::optional<double> idle{};                  ///< timers
+    bool sharp = false;                            ///< timers
+    bool requires_finalizer = true;
+    /// "Daemon 'id'" or "Timer 'id'", as in the log lines.
+    std::string describe() const;
+};
+
 /// The argument of activity handlers.
 struct ActivityContext {
     OperatorSettings& settings;  ///< mutable in startup handlers
@@ -137,8 +203,10 @@ class Registry {
     std::vector<ChangingHandler> changing;
     std::vector<WatchingHandler> watching;
     std::vector<ActivityHandler> activities;
+    std::vector<SpawningHandler> spawning;  ///< daemons and timers
 
     void append(ChangingHandler h);
+    void append(SpawningHandler h);
     void append(WatchingHandler h);
     void append(ActivityHandler h);
     /// Whether any changing/watching handler is declared for this resource.

@@ -32,11 +32,20 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 #include <variant>
 
 namespace kopf {
+
+/// Thrown into a coroutine daemon that is cancelled by force (its `cancellation_timeout`), at
+/// its pending `kopf::sleep` or `ctx.stopped.wait()` and at every later one (Kopf's
+/// asyncio.CancelledError). Catch it to clean up; the daemon is not restarted.
+class CancelledError : public std::runtime_error {
+  public:
+    CancelledError() : std::runtime_error("The coroutine is cancelled.") {}
+};
 
 /// Where coroutines continue: implemented inside the library on top of the event loop
 /// (and by a manual, virtual-time executor for tests).
@@ -55,6 +64,9 @@ class Executor {
     /// Run blocking `work` on the worker pool (settings.execution.max_workers), then `done` on the
     /// loop.
     virtual void run_blocking(std::function<void()> work, std::function<void()> done) = 0;
+    /// Whether the coroutines on this executor are cancelled (a daemon stopped by force): the
+    /// awaitables then throw kopf::CancelledError when they resume.
+    virtual bool cancelled() const { return false; }
 };
 
 namespace detail {
@@ -202,15 +214,23 @@ inline void spawn(Executor& ex, Task<void> task, std::function<void(std::excepti
 }
 
 /// `co_await kopf::sleep(seconds)`: suspend the coroutine without blocking the loop.
+/// In a daemon cancelled by force, it wakes at once and throws kopf::CancelledError.
 struct sleep {
     double seconds;
+    Executor* executor = nullptr;
     explicit sleep(double s) : seconds(s) {}
+    template <class Rep, class Period>
+    explicit sleep(std::chrono::duration<Rep, Period> d)
+        : seconds(std::chrono::duration<double>(d).count()) {}
     bool await_ready() const noexcept { return seconds <= 0; }
     template <class P>
     void await_suspend(std::coroutine_handle<P> h) {
-        h.promise().executor->post_after(seconds, [h] { h.resume(); });
+        executor = h.promise().executor;
+        executor->post_after(seconds, [h] { h.resume(); });
     }
-    void await_resume() const noexcept {}
+    void await_resume() const {
+        if (executor && executor->cancelled()) throw CancelledError();
+    }
 };
 
 /// `co_await kopf::run_blocking(fn)`: run a blocking function on the worker pool.

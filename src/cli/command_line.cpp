@@ -3,6 +3,7 @@
 #include "cli/command_line.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -11,6 +12,7 @@
 
 #include "cli/plugins.hpp"
 #include "core/actions/logging.hpp"
+#include "core/engines/daemons.hpp"
 #include "core/reactor/namespaces.hpp"
 #include "kopf/main.hpp"
 #include "kopf/registry.hpp"
@@ -90,7 +92,15 @@ int run_command(const RunCommandOptions& command) {
     if (command.dev && !command.priority) options.priority = 666;
     if (!command.liveness.empty()) options.liveness_endpoint = command.liveness;
     if (!command.context.empty()) options.context = command.context;
-    return kopf::run(options);
+    const int code = kopf::run(options);
+    // Daemons abandoned on their threads ("Leaving it orphaned") must not run into the static
+    // destructors of the process: end it without them, the logs flushed.
+    if (engines::daemon_threads_running() > 0) {
+        spdlog::apply_all([](const std::shared_ptr<spdlog::logger>& l) { l->flush(); });
+        std::fflush(nullptr);
+        std::_Exit(code);
+    }
+    return code;
 }
 
 int main(int argc, char** argv, const std::vector<ExtraCommand>& extra_commands) {
@@ -166,7 +176,8 @@ int main(int argc, char** argv, const std::vector<ExtraCommand>& extra_commands)
 
 std::size_t count_registered_handlers() {
     const Registry& registry = Registry::default_registry();
-    return registry.changing.size() + registry.watching.size() + registry.activities.size();
+    return registry.changing.size() + registry.watching.size() + registry.spawning.size() +
+           registry.activities.size();
 }
 
 }  // namespace kopf::runtime

@@ -21,6 +21,8 @@ class VirtualExecutor final : public Executor {
     }
     /// Run until nothing is left; the virtual clock jumps to each timer's due time.
     void run();
+    /// Run what is due until `deadline` (timers in time order), then set the clock to it.
+    void run_until(double deadline);
     double now() const override { return now_; }
 
   private:

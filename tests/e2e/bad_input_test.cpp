@@ -79,11 +79,17 @@ TEST(BadInput, UnreachableApiServerIsExplained) {
                                  "users: [{name: u, user: {token: t}}]\n"
                                  "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
                                  "current-context: x\n");
-    auto result = kopf_run({minimal(), "-n", "default"}, {{"KUBECONFIG", kubeconfig.string()}});
+    // As an operator pod starting before its cluster answers: each attempt is explained and
+    // retried per settings.networking.error_backoffs (1, 1, 2, ... s), until a signal stops it.
+    OperatorProcess op(kubeconfig, {minimal(), "-n", "default"});
+    EXPECT_TRUE(op.wait_for_log("Retrying in 1 seconds.", std::chrono::seconds(60))) << op.log();
+    EXPECT_TRUE(op.wait_for_log("Retrying in 2 seconds.", std::chrono::seconds(60))) << op.log();
+    EXPECT_EQ(op.stop(SIGINT), 0) << op.log();
     fs::remove(kubeconfig);
-    EXPECT_NE(result.exit_code, 0);
-    EXPECT_NE(result.output.find("The API server is unreachable"), std::string::npos)
-        << result.output;
+    const std::string log = op.log();
+    EXPECT_NE(log.find("The API server is unreachable"), std::string::npos) << log;
+    EXPECT_NE(log.find("127.0.0.1:1"), std::string::npos) << log;  // names the address
+    EXPECT_NE(log.find("Operator has stopped."), std::string::npos) << log;
 }
 
 TEST(BadInput, PythonModulesAreNotApplicable) {

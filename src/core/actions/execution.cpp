@@ -24,8 +24,8 @@ const json& sub_or_empty(const json& body, std::initializer_list<std::string_vie
     return v ? *v : empty_object();
 }
 
-std::string describe(const std::string& id) {
-    return "Handler '" + id + "'";
+std::string describe(const char* kind, const std::string& id) {
+    return std::string(kind) + " '" + id + "'";
 }
 
 std::string format_seconds(double s) {
@@ -91,7 +91,7 @@ Context make_context(InvocationEnv& env, const ChangingHandler& handler, const H
         .memo = env.memo,
         .resource = env.resource,
         .settings = env.settings,
-        .reason = intents::to_string(env.cause.reason),
+        .reason = env.spawning ? std::string() : intents::to_string(env.cause.reason),
         .old = *old,
         .new_ = *new_,
         .diff = *diff,
@@ -101,8 +101,9 @@ Context make_context(InvocationEnv& env, const ChangingHandler& handler, const H
         .param = handler.options.param,
         .type = "",
         .event = json(),
-        .scope = scope,
+        .scope = env.spawning ? nullptr : scope,
         .client = env.client,
+        .stopped = env.stopped,
     };
 }
 
@@ -152,7 +153,7 @@ Task<Outcome> execute_handler_once(InvocationEnv& env, const ChangingHandler& ha
     const auto& timeout = handler.options.timeout;
     const auto& retries = handler.options.retries;
     Logger& logger = env.logger;
-    const std::string name = describe(handler.id);
+    const std::string name = describe(env.kind, handler.id);
     std::set<std::string> subrefs;
     HandlerScope scope{handler.id, handler.field_needs_change, {}};
     const double runtime = state.runtime(env.now()).count();
@@ -186,6 +187,10 @@ Task<Outcome> execute_handler_once(InvocationEnv& env, const ChangingHandler& ha
         o.result = std::move(result);
         o.subrefs = subrefs;
         co_return o;
+    } catch (const CancelledError&) {
+        // The expected end of a daemon cancelled by force: its runner stops it for good.
+        logger.warning("{} is cancelled. Will escalate.", name);
+        throw;
     } catch (const HandlerChildrenRetry& e) {
         logger.debug("{} has unfinished sub-handlers. Will retry soon.", name);
         Outcome o;

@@ -45,6 +45,12 @@ struct InvocationEnv {
     std::function<TimePoint()> now;
     Lifecycle lifecycle;
     const Client* client = nullptr;  ///< for ctx.api()
+    /// Daemons and timers: how the log lines name the handler ("Daemon", "Timer"; "Handler"
+    /// for the others), and the stop flag for ctx.stopped. Their contexts have no reason and
+    /// no sub-handlers.
+    const char* kind = "Handler";
+    DaemonStopped stopped{};
+    bool spawning = false;
 };
 
 /// Run the planned handlers once each; returns their outcomes by id.

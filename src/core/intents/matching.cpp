@@ -114,6 +114,15 @@ bool match(const WatchingHandler& h, const json& body, const Context& ctx) {
     return matches_when(h.options, ctx);
 }
 
+bool match(const SpawningHandler& h, const Resource& resource, const json& body,
+           const Context& ctx) {
+    if (!h.selector.check(resource)) return false;
+    if (!matches_labels_annotations(h.options, body, ctx)) return false;
+    if (!matches_field_values(h.field, h.options.value, {dicts::resolve(body, h.field)}, ctx))
+        return false;
+    return matches_when(h.options, ctx);
+}
+
 namespace {
 
 // An operator has few handlers: scanning those already taken is cheaper than a set of ids,
@@ -198,6 +207,9 @@ std::vector<std::vector<std::string>> get_extra_fields(const Registry& registry,
         if (!h.has_selector || h.selector.check(resource)) add(h.field);
     }
     for (const auto& h : registry.watching) {
+        if (h.selector.check(resource)) add(h.field);
+    }
+    for (const auto& h : registry.spawning) {
         if (h.selector.check(resource)) add(h.field);
     }
     return out;

@@ -15,6 +15,9 @@ bool prematch(const ChangingHandler& handler, const ChangingCause& cause, const 
 /// prematch plus the field-change criteria (old/new and "the field has changed").
 bool match(const ChangingHandler& handler, const ChangingCause& cause, const Context& ctx);
 bool match(const WatchingHandler& handler, const json& body, const Context& ctx);
+/// Daemons and timers: resource, labels, annotations, the field's value in the body, `when`.
+bool match(const SpawningHandler& handler, const Resource& resource, const json& body,
+           const Context& ctx);
 
 /// Changing handlers selected for this cause (reason, resume mixing, filters), deduplicated.
 std::vector<const ChangingHandler*> get_changing_handlers(

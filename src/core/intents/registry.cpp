@@ -12,6 +12,9 @@ void Registry::append(ChangingHandler h) {
 void Registry::append(WatchingHandler h) {
     watching.push_back(std::move(h));
 }
+void Registry::append(SpawningHandler h) {
+    spawning.push_back(std::move(h));
+}
 void Registry::append(ActivityHandler h) {
     activities.push_back(std::move(h));
 }
@@ -23,7 +26,14 @@ bool Registry::has_handlers(const Resource& resource) const {
     for (const auto& h : watching) {
         if (h.selector.check(resource)) return true;
     }
+    for (const auto& h : spawning) {
+        if (h.selector.check(resource)) return true;
+    }
     return false;
+}
+
+std::string SpawningHandler::describe() const {
+    return (kind == Kind::DAEMON ? "Daemon '" : "Timer '") + id + "'";
 }
 
 std::vector<Selector> Registry::selectors() const {
@@ -32,6 +42,7 @@ std::vector<Selector> Registry::selectors() const {
         if (h.has_selector) out.push_back(h.selector);
     }
     for (const auto& h : watching) out.push_back(h.selector);
+    for (const auto& h : spawning) out.push_back(h.selector);
     return out;
 }
 
@@ -104,6 +115,82 @@ void register_watching(Registry& registry, Selector selector, HandlerOptions opt
     h.selector = std::move(selector);
     if (!options.errors) options.errors = ErrorsMode::IGNORED;
     h.options = std::move(options);
+    registry.append(std::move(h));
+}
+
+namespace {
+
+std::optional<double> seconds(const std::optional<Seconds>& s) {
+    if (!s) return std::nullopt;
+    return s->value;
+}
+
+// A negative or NaN duration is a mistake in the declaration: name the handler and the option.
+void verify_duration(const std::string& what, const char* option, const std::optional<Seconds>& s) {
+    if (s && !(s->value >= 0))
+        throw std::invalid_argument(what + ": ." + option +
+                                    " must be a duration of 0 seconds or "
+                                    "more, not " +
+                                    std::to_string(s->value) + ".");
+}
+
+// The options that daemons and timers share with other handlers.
+template <class Options>
+SpawningHandler make_spawning(SpawningHandler::Kind kind, Selector selector, Options& o,
+                              Callable fn, const std::string& default_id) {
+    SpawningHandler h;
+    h.kind = kind;
+    h.field = dicts::parse_field(o.field);
+    h.id = make_id(o.id, default_id, h.field);
+    const std::string what = h.describe();
+    verify(fn, "handler '" + h.id + "'");
+    if (o.value.is_set() && h.field.empty())
+        throw std::invalid_argument(what + ": value filters need a .field option.");
+    verify_duration(what, "timeout", o.timeout);
+    verify_duration(what, "backoff", o.backoff);
+    verify_duration(what, "initial_delay", o.initial_delay);
+    h.fn = std::move(fn);
+    h.selector = std::move(selector);
+    h.initial_delay = seconds(o.initial_delay);
+    HandlerOptions& common = h.options;
+    common.id = h.id;
+    common.param = std::move(o.param);
+    common.errors = o.errors;
+    common.timeout = seconds(o.timeout);
+    common.retries = o.retries;
+    common.backoff = seconds(o.backoff);
+    common.labels = std::move(o.labels);
+    common.annotations = std::move(o.annotations);
+    common.when = std::move(o.when);
+    common.field = std::move(o.field);
+    common.value = std::move(o.value);
+    return h;
+}
+
+}  // namespace
+
+void register_daemon(Registry& registry, Selector selector, DaemonOptions options, Callable fn,
+                     std::string default_id) {
+    auto h = make_spawning(SpawningHandler::Kind::DAEMON, std::move(selector), options,
+                           std::move(fn), default_id);
+    verify_duration(h.describe(), "cancellation_backoff", options.cancellation_backoff);
+    verify_duration(h.describe(), "cancellation_timeout", options.cancellation_timeout);
+    verify_duration(h.describe(), "cancellation_polling", options.cancellation_polling);
+    h.cancellation_backoff = seconds(options.cancellation_backoff);
+    h.cancellation_timeout = seconds(options.cancellation_timeout);
+    h.cancellation_polling = seconds(options.cancellation_polling);
+    registry.append(std::move(h));
+}
+
+void register_timer(Registry& registry, Selector selector, TimerOptions options, Callable fn,
+                    std::string default_id) {
+    auto h = make_spawning(SpawningHandler::Kind::TIMER, std::move(selector), options,
+                           std::move(fn), default_id);
+    verify_duration(h.describe(), "interval", options.interval);
+    verify_duration(h.describe(), "idle", options.idle);
+    h.interval = seconds(options.interval);
+    h.idle = seconds(options.idle);
+    h.sharp = options.sharp;
     registry.append(std::move(h));
 }
 

@@ -234,20 +234,27 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
     for (const auto& h : env.registry.changing)
         has_changing |= (!h.has_selector || h.selector.check(resource));
 
+    // Daemons and timers are spawned before the changing handlers and stopped after them.
+    const bool has_spawning = env.daemons && env.daemons->has_handlers(resource);
+
     std::optional<ChangingCause> cause;
+    bool essence_changed = false;  // resets the timers' idling, not every event does
     auto extra_fields = intents::get_extra_fields(env.registry, resource);
     const auto& progress = *settings.persistence.progress_storage;
     const auto& diffbase = *settings.persistence.diffbase_storage;
-    if (has_changing) {
+    if (has_changing || has_spawning) {
         std::optional<json> old = diffbase.fetch(body);
         std::optional<json> new_ = diffbase.build(body, extra_fields);
         if (old) old = progress.clear(std::move(*old));
         if (new_) new_ = progress.clear(std::move(*new_));
         Diff d = diff(old ? *old : json(), new_ ? *new_ : json());
-        bool initial = memory.noticed_by_listing && !memory.fully_handled_once;
-        Reason reason = intents::detect_reason(raw_type, body, finalizer, old, d, initial);
-        cause = ChangingCause{reason,          &resource,    &body,  std::move(old),
-                              std::move(new_), std::move(d), initial};
+        essence_changed = !d.empty();
+        if (has_changing) {
+            bool initial = memory.noticed_by_listing && !memory.fully_handled_once;
+            Reason reason = intents::detect_reason(raw_type, body, finalizer, old, d, initial);
+            cause = ChangingCause{reason,          &resource,    &body,  std::move(old),
+                                  std::move(new_), std::move(d), initial};
+        }
     }
 
     // A context of the cause, for filters (labels callbacks, when=...).
@@ -271,12 +278,25 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
     actions::FieldValues no_field;
     cause_ctx.emplace(actions::make_context(fenv, blank_handler, blank, nullptr, no_field));
 
+    const bool deletion_is_ongoing = finalizers::is_deletion_ongoing(body);
+    std::vector<double> spawning_delays;
+    if (has_spawning) {
+        if (!memory.daemons) {
+            memory.daemons = env.daemons->remember(resource, memory.memo, memory.logger);
+            memory.daemons->poke = memory.poke;
+        }
+        memory.daemons->set_body(body);
+        if (essence_changed) env.daemons->reset_idle(*memory.daemons);
+        spawning_delays = co_await env.daemons->process(
+            memory.daemons, body, deletion_is_ongoing || out.gone, *cause_ctx);
+    }
+
     if (cause && !intents::prematch_any(env.registry.changing, *cause, *cause_ctx)) cause.reset();
 
-    const bool deletion_is_ongoing = finalizers::is_deletion_ongoing(body);
     const bool deletion_is_blocked = finalizers::is_deletion_blocked(body, finalizer);
     const bool deletion_must_be_blocked =
-        cause && intents::requires_finalizer(env.registry.changing, *cause, *cause_ctx);
+        (has_spawning && env.daemons->requires_finalizer(*memory.daemons, body, *cause_ctx)) ||
+        (cause && intents::requires_finalizer(env.registry.changing, *cause, *cause_ctx));
 
     if (deletion_must_be_blocked && !deletion_is_blocked && !deletion_is_ongoing) {
         logger.debug("Adding the finalizer, thus preventing the actual deletion.");
@@ -292,6 +312,7 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
     // Leftover transformations mean an inconsistent state: apply them first, handle later.
     if (cause && !patch_initially_empty && cause->reason != Reason::GONE) {
         out.matched = false;
+        out.delays = std::move(spawning_delays);
         if (!patch.empty() && !out.gone) progress.touch(body, patch, std::nullopt);
         co_return out;
     }
@@ -303,6 +324,7 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
                                                  *cause_ctx);
     }
 
+    delays.insert(delays.end(), spawning_delays.begin(), spawning_delays.end());
     if (!out.gone && deletion_is_ongoing && deletion_is_blocked && delays.empty()) {
         logger.debug("Removing the finalizer, thus allowing the actual deletion.");
         patch.transform([finalizer](json& b) { finalizers::allow_deletion(b, finalizer); });
@@ -368,6 +390,7 @@ Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
                               memory.remaining_fns.empty() &&
                               !logger.enabled_for(LogLevel::DEBUG) &&
                               !has_event_handlers(env, resource) &&
+                              !(env.daemons && env.daemons->has_handlers(resource)) &&
                               patch_keeps_essence(env, resource, outcome.patch.merge);
     if (delay && patched) {
         logger.debug("Sleeping was skipped because of the patch, {} seconds left.", *delay);

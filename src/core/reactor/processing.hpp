@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "core/actions/execution.hpp"
+#include "core/engines/daemons.hpp"
 
 namespace kopf::reactor {
 
@@ -46,6 +47,10 @@ struct ResourceMemory {
     bool fully_handled_once = false;       ///< all handlers succeeded once (no more resuming)
     std::vector<Patch::Fn> remaining_fns;  ///< transformations not applied yet (HTTP 422)
     std::shared_ptr<Logger> logger;        ///< the object's logger, made on its first event
+    std::shared_ptr<engines::DaemonsMemory> daemons;  ///< with daemons or timers only
+    /// Provokes a new processing of the object (set by the runtime; daemons that exit while
+    /// stopping use it to release the object at once).
+    std::function<void()> poke;
 
     /// The memory of an object first processed with `raw_event` (a shallow copy of `memobase`).
     /// A raw event with a null/absent "type" marks the object as noticed by listing.
@@ -64,6 +69,8 @@ struct ProcessingEnv {
     std::function<std::shared_ptr<Logger>(const json& body)> make_logger{};
     /// The operator's API client for the handlers' ctx.api(); none in tests without a cluster.
     const Client* client = nullptr;
+    /// Daemons and timers; none in tests that have none.
+    engines::DaemonsEngine* daemons = nullptr;
 };
 
 /// What one processing cycle decided. Nothing is written to the API yet.

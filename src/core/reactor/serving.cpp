@@ -6,6 +6,9 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <coroutine>
 #include <map>
@@ -15,6 +18,7 @@
 #include "clients/api.hpp"
 #include "clients/facade.hpp"
 #include "core/actions/logging.hpp"
+#include "core/engines/daemons.hpp"
 #include "core/engines/events.hpp"
 #include "core/engines/posting.hpp"
 #include "core/reactor/processing.hpp"
@@ -119,6 +123,55 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
           client(client_core) {
         vault->put("initial", std::move(credentials));
         env.client = &client;
+    }
+
+    // On the loop, before the first event (the engine keeps a weak reference to this).
+    void start_daemons() {
+        if (registry.spawning.empty() || daemons) return;
+        engines::DaemonsEnv daemons_env{executor,
+                                        std::make_shared<const OperatorSettings>(settings), client,
+                                        make_daemon_patch_writer()};
+        daemons =
+            std::make_unique<engines::DaemonsEngine>(std::move(daemons_env), registry.spawning);
+        env.daemons = daemons.get();
+    }
+
+    // Daemons and timers patch their objects as the handlers do (status subresource,
+    // transformations); a daemon abandoned at the exit may try after the operator is gone.
+    engines::PatchWriter make_daemon_patch_writer() {
+        return [weak = weak_from_this()](const kopf::Resource& resource, json body, Patch patch,
+                                         Logger& logger) -> Task<void> {
+            return write_daemon_patch(weak, resource, std::move(body), std::move(patch), logger);
+        };
+    }
+
+    static Task<void> write_daemon_patch(std::weak_ptr<Impl> weak, const kopf::Resource& resource,
+                                         json body, Patch patch, Logger& logger) {
+        auto self = weak.lock();
+        if (!self || self->daemons_finished)
+            throw std::runtime_error("the operator has stopped serving the resources");
+        reactor::ProcessingOutcome outcome;
+        outcome.body = std::move(body);
+        outcome.patch = std::move(patch);
+        reactor::ResourceMemory scratch;
+        scratch.logger = std::shared_ptr<Logger>(std::shared_ptr<Logger>(), &logger);
+        auto applying = reactor::apply_outcome(*self, self->env, resource, scratch, outcome);
+        co_await std::move(applying);
+    }
+
+    // A daemon of the object has exited while stopping: process the object again now (its
+    // finalizer may go, or the daemon be respawned) rather than at the next poll.
+    std::function<void()> make_poke(const std::string& key) {
+        return [weak = weak_from_this(), key] {
+            auto self = weak.lock();
+            if (!self || self->stopping) return;
+            const auto found = self->objects.find(key);
+            if (found == self->objects.end() || !found->second.memory ||
+                !found->second.memory->daemons)
+                return;
+            auto [body, generation] = found->second.memory->daemons->body();
+            if (body) self->schedule_touch(key, found->second.kind->api, *body, 0);
+        };
     }
 
     static clients::ReloginFn make_relogin(std::function<std::optional<ConnectionInfo>()> login) {
@@ -406,7 +459,10 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         ObjectEntry& entry = objects.at(key);
         const std::shared_ptr<ServedKind> kind = entry.kind;  // alive for the cycle
         const kopf::Resource& public_resource = kind->public_;
-        if (!entry.memory) entry.memory = reactor::ResourceMemory::first(event, memo);
+        if (!entry.memory) {
+            entry.memory = reactor::ResourceMemory::first(event, memo);
+            if (daemons) entry.memory->poke = make_poke(key);
+        }
         reactor::ResourceMemory& memory = *entry.memory;
         // Named first: g++ 12 destroys argument temporaries of a co_await twice.
         auto processing =
@@ -529,21 +585,38 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     // ---- lifecycle -------------------------------------------------------------------------
 
     asio::awaitable<void> run_start(std::function<void()> on_ready) {
-        // Fail fast (no retries) when the API server is not there at all.
+        // An operator may start before its API server is reachable (a pod starting with its
+        // cluster): each failed attempt is explained, then retried after the next of
+        // settings.networking.error_backoffs (the last one repeating), until a stop.
         clients::ClientSettings probe_settings = client_settings(settings);
         probe_settings.error_backoffs.clear();
         // Kept for the operator's lifetime: its pooled connections may outlive this request.
         probe = std::make_unique<clients::ApiClient>(io.get_executor(), vault, clients::ReloginFn{},
                                                      probe_settings);
-        json version;
-        try {
-            version = co_await probe->read_version();
-        } catch (const std::exception& e) {
-            throw std::runtime_error(fmt::format(
+        const auto& backoffs = settings.networking.error_backoffs;
+        for (std::size_t attempt = 0;; ++attempt) {
+            std::string failure;
+            try {
+                co_await probe->read_version();
+                break;
+            } catch (const std::exception& e) {
+                failure = e.what();
+            }
+            const std::string explained = fmt::format(
                 "The API server is unreachable: {}. Check that it runs and that the kubeconfig "
                 "(or --context) points at it.",
-                e.what()));
+                failure);
+            if (backoffs.empty()) throw std::runtime_error(explained);
+            if (stopping) co_return;
+            const double delay = backoffs[std::min(attempt, backoffs.size() - 1)];
+            logger("kopf.reactor.running")->error("{} Retrying in {} seconds.", explained, delay);
+            retry_timer.emplace(io, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                        std::chrono::duration<double>(delay)));
+            boost::system::error_code ignored;
+            co_await retry_timer->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+            if (stopping) co_return;
         }
+        start_daemons();
         co_await rescan();
         if (!scope.clusterwide) {
             if (scope.all_specific() || !namespaces_resource) {
@@ -565,12 +638,22 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
 
     void stop(std::function<void()> finished) {
         stopping = true;
+        if (retry_timer) retry_timer->cancel();
         on_stopped = std::move(finished);
         for (auto& [key, signal] : watchers) signal->stop();
         for (auto& signal : observers) signal->stop();
         watchers.clear();
         observers.clear();
         auto self = shared_from_this();
+        // Daemons stop beside the object workers: their last patches need the client open.
+        if (daemons) {
+            daemons->stop_all([self] {
+                self->daemons_finished = true;
+                self->check_stopped();
+            });
+        } else {
+            daemons_finished = true;
+        }
         queues.shutdown([self] {
             self->queues_finished = true;
             self->drain_events();
@@ -579,7 +662,9 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     }
 
     void check_stopped() {
-        if (!stopping || !queues_finished || posts_in_flight > 0 || !on_stopped) return;
+        if (!stopping || !queues_finished || !daemons_finished || posts_in_flight > 0 ||
+            !on_stopped)
+            return;
         posting->queue().set_wakeup(nullptr);
         if (process_wakeup) process_posting_context()->queue().remove_wakeup(*process_wakeup);
         process_wakeup.reset();
@@ -598,6 +683,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     std::shared_ptr<structs::Vault> vault;
     clients::ApiClient api;
     std::unique_ptr<clients::ApiClient> probe;
+    std::optional<asio::steady_timer> retry_timer;  // between attempts to reach the API server
     reactor::ProcessingEnv env;
     ObjectQueues queues;
     Memo memo;
@@ -618,7 +704,11 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     bool rescan_pending = false;
     bool stopping = false;
     bool queues_finished = false;
+    bool daemons_finished = false;
     int posts_in_flight = 0;
+    // Daemons and timers, if the operator has any. Last: destroyed first, it closes the way
+    // back to the loop for daemons abandoned on their threads.
+    std::unique_ptr<engines::DaemonsEngine> daemons;
     std::function<void()> on_stopped;
 };
 

@@ -118,10 +118,20 @@ nlohmann::json Cluster::get_json(const std::vector<std::string>& args) const {
 
 OperatorProcess::OperatorProcess(const Cluster& cluster, const std::vector<std::string>& args) {
     log_path_ = cluster.workdir() / ("operator-" + std::to_string(getpid()) + ".log");
+    start(cluster.kubeconfig(), args);
+}
+
+OperatorProcess::OperatorProcess(const fs::path& kubeconfig, const std::vector<std::string>& args) {
+    log_path_ = kubeconfig.parent_path() / ("operator-" + std::to_string(getpid()) + "-" +
+                                            kubeconfig.stem().string() + ".log");
+    start(kubeconfig, args);
+}
+
+void OperatorProcess::start(const fs::path& kubeconfig, const std::vector<std::string>& args) {
     std::vector<std::string> argv = {kopf_binary().string(), "run"};
     argv.insert(argv.end(), args.begin(), args.end());
     pid_ = spawn(argv,
-                 {{"KUBECONFIG", cluster.kubeconfig().string()},
+                 {{"KUBECONFIG", kubeconfig.string()},
                   {"KOPF_CACHE_DIR", (fs::temp_directory_path() / "kopf-e2e-cache").string()}},
                  log_path_);
 }

@@ -47,6 +47,8 @@ class Cluster {
 class OperatorProcess {
   public:
     OperatorProcess(const Cluster& cluster, const std::vector<std::string>& args);
+    // With a kubeconfig of its own (e.g. of a server that is not there).
+    OperatorProcess(const std::filesystem::path& kubeconfig, const std::vector<std::string>& args);
     ~OperatorProcess();  // kills it if still running
 
     // Waits until the log contains `text` (true) or the timeout passes (false).
@@ -60,6 +62,7 @@ class OperatorProcess {
     int wait_exit(std::chrono::seconds timeout = std::chrono::seconds(180));
 
   private:
+    void start(const std::filesystem::path& kubeconfig, const std::vector<std::string>& args);
     std::filesystem::path log_path_;
     int pid_ = -1;
     int exit_code_ = -1;

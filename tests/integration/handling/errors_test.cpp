@@ -177,5 +177,18 @@ TEST_F(HandlingErrors, TooManyRequestsWithRetryAfterWhileTheOperatorPatchesIsHon
     EXPECT_EQ(calls.count("create_fn"), 1);
 }
 
+TEST_F(HandlingErrors, OperatorStartingBeforeItsApiServerAnswersRetriesThenServes) {
+    Calls calls;
+    Registry registry;
+    on::create create_fn(registry, "kopfexamples", {.id = "create_fn"},
+                         [&](Context& ctx) { calls.add("create_fn", ctx.name); });
+    // The API server refuses its first requests: the operator's probes of /version.
+    server->fail_next_requests(3, 503);
+    auto operator_ = start_operator(registry);
+    create(example("kex-late-server", {{"field", "x"}}));
+    ASSERT_TRUE(eventually([&] { return calls.count("create_fn") == 1; }));
+    EXPECT_EQ(operator_->stop(), "");
+}
+
 }  // namespace
 }  // namespace kopf::testing

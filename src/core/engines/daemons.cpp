@@ -1,0 +1,676 @@
+#include "core/engines/daemons.hpp"
+
+#include <atomic>
+#include <cmath>
+#include <deque>
+#include <thread>
+#include <unordered_map>
+
+#include "core/actions/execution.hpp"
+#include "core/intents/matching.hpp"
+#include "core/intents/stoppers.hpp"
+
+namespace kopf::engines {
+
+using detail::StopFlag;
+
+namespace {
+
+constexpr double HUNG_DAEMON_GRACE = 5.0;  // Kopf's wait for "hung" tasks at the operator's exit
+
+std::atomic<std::size_t> threads_running{0};
+
+// The loop, for whatever may outlive the operator (threads of abandoned daemons): closed at the
+// engine's end, it drops what is posted to it.
+class LoopGuard {
+  public:
+    explicit LoopGuard(Executor& loop) : loop_(&loop) {}
+    void post(std::function<void()> fn) {
+        std::lock_guard lock(mutex_);
+        if (loop_) loop_->post(std::move(fn));
+    }
+    void close() {
+        std::lock_guard lock(mutex_);
+        loop_ = nullptr;
+    }
+
+  private:
+    std::mutex mutex_;
+    Executor* loop_;
+};
+
+// The executor of one daemon's coroutines: the loop, with the daemon's own threads for its
+// synchronous invocations (or the worker pool, for timers), and forced cancellation: pending
+// delays fire at once and the awaitables throw kopf::CancelledError.
+class DaemonExecutor final : public Executor, public std::enable_shared_from_this<DaemonExecutor> {
+  public:
+    DaemonExecutor(Executor& loop, std::shared_ptr<LoopGuard> guard, std::shared_ptr<StopFlag> flag,
+                   bool own_threads)
+        : loop_(loop),
+          guard_(std::move(guard)),
+          flag_(std::move(flag)),
+          own_threads_(own_threads) {}
+
+    void post(std::function<void()> fn) override { loop_.post(std::move(fn)); }
+    void post_after(double seconds, std::function<void()> fn) override {
+        if (cancelled()) {
+            loop_.post(std::move(fn));
+            return;
+        }
+        const unsigned long id = ++last_id_;
+        pending_.emplace(id, std::move(fn));
+        loop_.post_after(seconds, [weak = weak_from_this(), id] {
+            if (auto self = weak.lock()) self->fire(id);
+        });
+    }
+    void run_blocking(std::function<void()> work, std::function<void()> done) override {
+        if (!own_threads_) {
+            loop_.run_blocking(std::move(work), std::move(done));
+            return;
+        }
+        // A daemon's thread of its own: a long-lived loop takes no worker slot from handlers.
+        ++threads_running;
+        std::thread([guard = guard_, work = std::move(work), done = std::move(done)]() mutable {
+            work();
+            guard->post(std::move(done));
+            --threads_running;
+        }).detach();
+    }
+    double now() const override { return loop_.now(); }
+    bool cancelled() const override { return flag_->cancelled(); }
+
+    // After the flag got DAEMON_CANCELLED: wake every pending delay now.
+    void cancel() {
+        auto pending = std::move(pending_);
+        pending_.clear();
+        for (auto& [id, fn] : pending) loop_.post(std::move(fn));
+    }
+
+  private:
+  public:
+    // Runs before a coroutine daemon resumes from its own delays (kopf::sleep): its body views
+    // are refreshed and its patch sent there too, as at its checks of ctx.stopped.
+    std::function<void()> on_resume;
+
+  private:
+    void fire(unsigned long id) {
+        auto found = pending_.find(id);
+        if (found == pending_.end()) return;
+        auto fn = std::move(found->second);
+        pending_.erase(found);
+        if (on_resume) on_resume();
+        fn();
+    }
+
+    Executor& loop_;
+    std::shared_ptr<LoopGuard> guard_;
+    std::shared_ptr<StopFlag> flag_;
+    bool own_threads_;
+    std::unordered_map<unsigned long, std::function<void()>> pending_;
+    unsigned long last_id_ = 0;
+};
+
+// `co_await yield_to(loop)`: one turn of the loop (Kopf's asyncio.sleep(0)).
+struct YieldTo {
+    Executor& loop;
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) const {
+        loop.post([h] { h.resume(); });
+    }
+    void await_resume() const noexcept {}
+};
+YieldTo yield_to(Executor& loop) {
+    return YieldTo{loop};
+}
+detail::FlagSleep sleep_on(StopFlag& flag, Executor& loop, double seconds) {
+    return detail::FlagSleep{flag, loop, seconds};
+}
+
+// The body views a context binds to must exist, so that refreshing them in place keeps every
+// reference of the context valid.
+void ensure_views(json& body) {
+    if (!body.is_object()) body = json::object();
+    for (const char* key : {"metadata", "spec", "status"}) {
+        if (!body.contains(key)) body[key] = json::object();
+    }
+    json& meta = body["metadata"];
+    if (meta.is_object()) {
+        for (const char* key : {"labels", "annotations"}) {
+            if (!meta.contains(key)) meta[key] = json::object();
+        }
+    }
+}
+
+// Replaces the content of `local` with `latest` without moving the nodes a context refers to
+// (the body, metadata, spec, status, labels, annotations).
+void refresh_in_place(json& local, const json& latest) {
+    if (!latest.is_object()) return;
+    for (auto it = local.begin(); it != local.end();) {
+        const bool kept = it.key() == "metadata" || it.key() == "spec" || it.key() == "status";
+        if (!kept && !latest.contains(it.key())) {
+            it = local.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    for (auto it = latest.begin(); it != latest.end(); ++it) {
+        if (it.key() != "metadata" || !it->is_object() || !local[it.key()].is_object()) {
+            local[it.key()] = *it;
+            continue;
+        }
+        json& meta = local["metadata"];
+        for (auto m = meta.begin(); m != meta.end();) {
+            const bool kept = m.key() == "labels" || m.key() == "annotations";
+            if (!kept && !it->contains(m.key())) {
+                m = meta.erase(m);
+            } else {
+                ++m;
+            }
+        }
+        for (auto m = it->begin(); m != it->end(); ++m) meta[m.key()] = *m;
+    }
+    ensure_views(local);
+}
+
+}  // namespace
+
+// ---- shared state -------------------------------------------------------------------------
+
+struct EngineCore : std::enable_shared_from_this<EngineCore> {
+    EngineCore(DaemonsEnv env, const std::vector<SpawningHandler>& registered)
+        : loop(env.loop),
+          guard(std::make_shared<LoopGuard>(env.loop)),
+          settings(std::move(env.settings)),
+          client(std::move(env.client)),
+          write(std::move(env.write)),
+          now(std::move(env.now)) {
+        for (const auto& h : registered) {
+            auto spawning = std::make_shared<const SpawningHandler>(h);
+            ChangingHandler changing;
+            changing.id = h.id;
+            changing.fn = h.fn;
+            changing.selector = h.selector;
+            changing.options = h.options;
+            handlers.push_back(
+                {spawning, std::make_shared<const ChangingHandler>(std::move(changing))});
+        }
+    }
+
+    // Each handler, and the same as a ChangingHandler for the executor of handlers.
+    struct Handler {
+        std::shared_ptr<const SpawningHandler> spawning;
+        std::shared_ptr<const ChangingHandler> invocable;
+    };
+
+    Executor& loop;
+    std::shared_ptr<LoopGuard> guard;
+    std::shared_ptr<const OperatorSettings> settings;
+    Client client;
+    PatchWriter write;
+    std::function<actions::TimePoint()> now;
+    std::vector<Handler> handlers;
+    std::unordered_map<const Daemon*, std::shared_ptr<Daemon>> live;
+    std::size_t abandoned = 0;
+    bool closing = false;
+};
+
+class Daemon : public std::enable_shared_from_this<Daemon> {
+  public:
+    Daemon(std::shared_ptr<EngineCore> core, EngineCore::Handler handler,
+           std::shared_ptr<DaemonsMemory> memory)
+        : core(std::move(core)),
+          handler(std::move(handler.spawning)),
+          invocable(std::move(handler.invocable)),
+          memory(std::move(memory)),
+          settings(this->core->settings),
+          client(this->core->client),
+          flag(std::make_shared<StopFlag>(invocable->fn.sync ? StopFlag::Mode::BLOCKING
+                                                             : StopFlag::Mode::SUSPENDING)),
+          exited(std::make_shared<StopFlag>(StopFlag::Mode::SUSPENDING)),
+          executor(std::make_shared<DaemonExecutor>(
+              this->core->loop, this->core->guard, flag,
+              this->handler->kind == SpawningHandler::Kind::DAEMON)),
+          name(this->handler->describe()) {}
+
+    bool is_daemon() const { return handler->kind == SpawningHandler::Kind::DAEMON; }
+    Logger& logger() const { return *memory->logger; }
+
+    // The daemon's own flow (its thread or its coroutine): the latest body into its views.
+    void refresh_body() {
+        auto [latest, generation] = memory->body();
+        if (!latest || generation == body_generation) return;
+        body_generation = generation;
+        refresh_in_place(body, *latest);
+    }
+
+    // The daemon's own flow: what it patched so far goes to the object, in order.
+    void send_patch() {
+        if (patch.empty()) return;
+        auto taken = std::make_shared<Patch>(std::move(patch));
+        patch = Patch();
+        core->guard->post([self = shared_from_this(), taken] {
+            self->outbox.push_back(std::move(*taken));
+            self->kick();
+        });
+    }
+
+    // On the loop: one writer at a time per daemon keeps its patches in order.
+    void kick() {
+        if (writing || outbox.empty()) return;
+        writing = true;
+        auto self = shared_from_this();
+        kopf::spawn(core->loop, write_outbox(self), [self](std::exception_ptr) {
+            self->writing = false;
+            self->written->set(StopReason::DONE);
+        });
+    }
+
+    static Task<void> write_outbox(std::shared_ptr<Daemon> self) {
+        while (!self->outbox.empty()) {
+            Patch next = std::move(self->outbox.front());
+            self->outbox.pop_front();
+            auto [latest, generation] = self->memory->body();
+            json body = *latest;  // set before any daemon is spawned
+            try {
+                auto writing = self->core->write(*self->memory->resource, std::move(body),
+                                                 std::move(next), self->logger());
+                co_await std::move(writing);
+            } catch (const std::exception& e) {
+                self->logger().error("{} could not patch the object: {}", self->name, e.what());
+            }
+        }
+    }
+
+    // On the loop: until everything sent so far is written.
+    Task<void> drain() {
+        while (writing || !outbox.empty()) {
+            written = std::make_shared<StopFlag>(StopFlag::Mode::SUSPENDING);
+            auto waiting = written;
+            co_await sleep_on(*waiting, core->loop, -1);
+        }
+    }
+
+    std::shared_ptr<EngineCore> core;
+    std::shared_ptr<const SpawningHandler> handler;
+    std::shared_ptr<const ChangingHandler> invocable;
+    std::shared_ptr<DaemonsMemory> memory;
+    // Kept for the daemon's context, which may outlive the operator (an abandoned thread).
+    std::shared_ptr<const OperatorSettings> settings;
+    Client client;
+    std::shared_ptr<StopFlag> flag;
+    std::shared_ptr<StopFlag> exited;  // set when the runner has finished
+    std::shared_ptr<StopFlag> written = std::make_shared<StopFlag>(StopFlag::Mode::SUSPENDING);
+    std::shared_ptr<DaemonExecutor> executor;
+    const std::string name;
+
+    json body;  // the views of the daemon's context
+    unsigned long body_generation = 0;
+    Patch patch;
+    std::deque<Patch> outbox;
+    bool writing = false;
+    std::optional<double> stop_started;  // the loop's clock when first asked to stop
+    bool done = false;
+};
+
+// ---- the runners --------------------------------------------------------------------------
+
+namespace {
+
+// One attempt of the handler, as Kopf's execute_handlers_once with one handler, then its
+// results and patch written before the next attempt.
+Task<actions::State> attempt(std::shared_ptr<Daemon> d, actions::State state) {
+    d->refresh_body();
+    const Resource& resource = *d->memory->resource;
+    const intents::ChangingCause cause{intents::Reason::NOOP, &resource, &d->body, std::nullopt,
+                                       std::nullopt,          Diff(),    false};
+    actions::InvocationEnv env{*d->settings, resource,     d->body,
+                               d->patch,     d->logger(),  *d->memory->memo,
+                               cause,        d->core->now, actions::lifecycles::all_at_once,
+                               &d->client};
+    env.kind = d->is_daemon() ? "Daemon" : "Timer";
+    env.spawning = true;
+    env.stopped = DaemonStopped(d->flag);
+    const std::vector<const ChangingHandler*> handlers{d->invocable.get()};
+    auto outcomes = co_await actions::execute_handlers_once(env, handlers, state);
+    state = state.with_outcomes(outcomes, d->core->now());
+    actions::deliver_results(outcomes, d->patch);
+    d->send_patch();
+    co_await d->drain();
+    co_return state;
+}
+
+actions::State fresh_state(const Daemon& d) {
+    const std::vector<std::string> ids{d.handler->id};
+    return actions::State().with_handlers(ids, d.core->now());
+}
+
+// Kopf's _daemon: retried per its errors mode until it succeeds, fails for good, or is stopped.
+Task<void> run_daemon(std::shared_ptr<Daemon> d) {
+    Executor& loop = d->core->loop;
+    if (d->handler->initial_delay) co_await sleep_on(*d->flag, loop, *d->handler->initial_delay);
+    actions::State state = fresh_state(*d);
+    try {
+        while (!d->flag->is_set() && !state.done()) {
+            state = co_await attempt(d, std::move(state));
+            if (auto delay = state.delay(d->core->now()); delay && !state.done())
+                co_await sleep_on(*d->flag, loop, *delay);
+        }
+    } catch (const CancelledError&) {
+        // Logged by the execution; the daemon ends here.
+    }
+    d->send_patch();
+    co_await d->drain();
+    if (d->flag->is_set()) {
+        d->logger().debug("{} has exited on request and will not be retried or restarted.",
+                          d->name);
+    } else {
+        d->logger().debug("{} has exited on its own and will not be retried or restarted.",
+                          d->name);
+    }
+}
+
+// Kopf's _timer: runs every interval (or after idling) until stopped; never overlaps itself.
+Task<void> run_timer(std::shared_ptr<Daemon> d) {
+    Executor& loop = d->core->loop;
+    const SpawningHandler& h = *d->handler;
+    StopFlag& flag = *d->flag;
+    DaemonsMemory& memory = *d->memory;
+    if (h.initial_delay) co_await sleep_on(flag, loop, *h.initial_delay);
+    actions::State state = fresh_state(*d);
+    while (!flag.is_set()) {
+        // Every cycle after a success starts its retries from scratch.
+        if (state.done()) state = fresh_state(*d);
+        // Any essential change during the sleep prolongs it; it is never shortened.
+        if (h.idle) {
+            while (!flag.is_set() && loop.now() - memory.idle_reset_time < *h.idle) {
+                const double delay = memory.idle_reset_time + *h.idle - loop.now();
+                co_await sleep_on(flag, loop, delay);
+            }
+            if (flag.is_set()) continue;
+        }
+        const double started = loop.now();
+        state = co_await attempt(d, std::move(state));
+        if (!state.done()) {
+            // Errors override the schedule: TemporaryError's delay, or the backoff.
+            co_await sleep_on(flag, loop, state.delay(d->core->now()).value_or(0.0));
+        } else if (h.interval && h.sharp) {
+            const double passed = loop.now() - started;
+            co_await sleep_on(flag, loop, *h.interval - std::fmod(passed, *h.interval));
+        } else if (h.interval) {
+            co_await sleep_on(flag, loop, *h.interval);
+        } else if (h.idle) {
+            // Idling only: the next run waits for the next change and its idle time.
+            while (!flag.is_set() && memory.idle_reset_time <= started)
+                co_await sleep_on(flag, loop, *h.idle);
+        } else {
+            break;  // neither interval nor idle: a one-shot timer
+        }
+    }
+}
+
+// Kopf's _runner's end: forget the daemon; one that exited on its own is never spawned again.
+void finish(const std::shared_ptr<Daemon>& d, std::exception_ptr error) {
+    if (error) {
+        try {
+            std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+            d->logger().error("{} has failed unexpectedly: {}", d->name, e.what());
+        }
+    }
+    DaemonsMemory& memory = *d->memory;
+    const StopReason reason = d->flag->reason();
+    if (!any(reason)) memory.forever_stopped.insert(d->handler->id);
+    if (auto it = memory.running.find(d->handler->id);
+        it != memory.running.end() && it->second == d)
+        memory.running.erase(it);
+    d->core->live.erase(d.get());
+    d->done = true;
+    d->flag->set(StopReason::DONE);
+    d->exited->set(StopReason::DONE);
+    // Stopped for the object's sake: its finalizer or a respawn need not wait for the next poll.
+    const bool for_the_object =
+        any(reason & (StopReason::RESOURCE_DELETED | StopReason::FILTERS_MISMATCH));
+    if (for_the_object && !d->core->closing && memory.poke) memory.poke();
+}
+
+void spawn_daemon(const std::shared_ptr<EngineCore>& core, const EngineCore::Handler& handler,
+                  const std::shared_ptr<DaemonsMemory>& memory) {
+    auto d = std::make_shared<Daemon>(core, handler, memory);
+    auto [latest, generation] = memory->body();
+    if (latest) d->body = *latest;
+    d->body_generation = generation;
+    ensure_views(d->body);
+    std::weak_ptr<Daemon> weak = d;
+    d->flag->checkpoint = [weak] {
+        if (auto self = weak.lock()) {
+            self->refresh_body();
+            self->send_patch();
+        }
+    };
+    // Coroutines run on the loop: they may be refreshed at any of their resumptions.
+    if (d->flag->mode() == StopFlag::Mode::SUSPENDING) d->executor->on_resume = d->flag->checkpoint;
+    memory->running[handler.spawning->id] = d;
+    core->live[d.get()] = d;
+    auto runner = d->is_daemon() ? run_daemon(d) : run_timer(d);
+    kopf::spawn(*d->executor, std::move(runner),
+                [d](std::exception_ptr error) { finish(d, error); });
+}
+
+// Kopf's _wait_for_instant_exit: a few turns of the loop (or a short timeout) for a daemon
+// that exits as soon as asked, to spare a patch and a polling cycle.
+Task<void> wait_for_instant_exit(std::shared_ptr<Daemon> d) {
+    const auto& background = d->settings->background;
+    if (d->done) co_return;
+    if (background.instant_exit_timeout) {
+        co_await sleep_on(*d->exited, d->core->loop, *background.instant_exit_timeout);
+        co_return;
+    }
+    for (int i = 0; i < background.instant_exit_zero_time_cycles && !d->done; ++i)
+        co_await yield_to(d->core->loop);
+}
+
+struct Cancellation {
+    std::optional<double> backoff;
+    std::optional<double> timeout;
+    double polling;
+};
+
+Cancellation cancellation_of(const Daemon& d) {
+    if (!d.is_daemon())
+        return {std::nullopt, std::nullopt, d.settings->background.cancellation_polling};
+    const SpawningHandler& h = *d.handler;
+    return {h.cancellation_backoff, h.cancellation_timeout,
+            h.cancellation_polling.value_or(d.settings->background.cancellation_polling)};
+}
+
+void cancel(Daemon& d) {
+    d.flag->set(StopReason::DAEMON_CANCELLED);
+    d.executor->cancel();
+}
+
+void abandon(Daemon& d) {
+    d.flag->set(StopReason::DAEMON_ABANDONED);
+    d.logger().warning("{} did not exit in time. Leaving it orphaned.", d.name);
+    ++d.core->abandoned;
+}
+
+// Kopf's stop_daemons: one step of stopping per processing cycle; the delays say when to
+// look again.
+Task<std::vector<double>> stop_daemons(std::vector<std::shared_ptr<Daemon>> daemons,
+                                       StopReason reason) {
+    std::vector<double> delays;
+    for (const auto& d : daemons) {
+        const double now = d->core->loop.now();
+        if (!d->stop_started) d->stop_started = now;
+        const double age = now - *d->stop_started;
+        const auto [backoff, timeout, polling] = cancellation_of(*d);
+        if (!d->flag->has(reason)) {
+            d->flag->set(reason);
+            co_await wait_for_instant_exit(d);
+        }
+        if (d->done) continue;
+        if (backoff && age < *backoff) {
+            if (!d->flag->has(StopReason::DAEMON_SIGNALLED)) {
+                d->flag->set(StopReason::DAEMON_SIGNALLED);
+                d->logger().debug("{} is signalled to exit gracefully.", d->name);
+                co_await wait_for_instant_exit(d);
+            }
+            if (!d->done) delays.push_back(*backoff - age);
+        } else if (timeout && age < *timeout + backoff.value_or(0)) {
+            if (!d->flag->has(StopReason::DAEMON_CANCELLED)) {
+                d->logger().debug("{} is signalled to exit by force.", d->name);
+                cancel(*d);
+                co_await wait_for_instant_exit(d);
+            }
+            if (!d->done) delays.push_back(*timeout + backoff.value_or(0) - age);
+        } else if (timeout) {
+            if (!d->flag->has(StopReason::DAEMON_ABANDONED)) abandon(*d);
+        } else {
+            d->logger().debug("{} is still exiting. The next check is in {} seconds.", d->name,
+                              polling);
+            delays.push_back(polling);
+        }
+    }
+    co_return delays;
+}
+
+// Kopf's stop_daemon at the operator's exit: all phases in one go.
+Task<void> stop_at_exit(std::shared_ptr<Daemon> d) {
+    Executor& loop = d->core->loop;
+    const auto [backoff, timeout, polling] = cancellation_of(*d);
+    d->flag->set(StopReason::OPERATOR_EXITING);
+    co_await wait_for_instant_exit(d);
+    if (d->done) {
+        d->logger().debug("{} has exited gracefully.", d->name);
+        co_return;
+    }
+    if (backoff) {
+        d->flag->set(StopReason::DAEMON_SIGNALLED);
+        d->logger().debug("{} is signalled to exit gracefully.", d->name);
+        co_await sleep_on(*d->exited, loop, *backoff);
+    }
+    if (!d->done && timeout) {
+        d->logger().debug("{} is signalled to exit by force.", d->name);
+        cancel(*d);
+        co_await sleep_on(*d->exited, loop, *timeout);
+    }
+    if (!d->done && !backoff && !timeout) co_await sleep_on(*d->exited, loop, HUNG_DAEMON_GRACE);
+    if (!d->done) abandon(*d);
+}
+
+}  // namespace
+
+// ---- the object's memory ------------------------------------------------------------------
+
+DaemonsMemory::DaemonsMemory(std::shared_ptr<const Resource> resource, std::shared_ptr<Memo> memo,
+                             std::shared_ptr<Logger> logger)
+    : resource(std::move(resource)), memo(std::move(memo)), logger(std::move(logger)) {}
+
+void DaemonsMemory::set_body(const json& body) {
+    auto fresh = std::make_shared<const json>(body);
+    std::lock_guard lock(mutex_);
+    body_ = std::move(fresh);
+    ++generation_;
+}
+
+std::pair<std::shared_ptr<const json>, unsigned long> DaemonsMemory::body() const {
+    std::lock_guard lock(mutex_);
+    return {body_, generation_};
+}
+
+// ---- the engine ---------------------------------------------------------------------------
+
+DaemonsEngine::DaemonsEngine(DaemonsEnv env, const std::vector<SpawningHandler>& handlers)
+    : core_(std::make_shared<EngineCore>(std::move(env), handlers)) {}
+
+DaemonsEngine::~DaemonsEngine() {
+    core_->closing = true;
+    core_->guard->close();
+    core_->live.clear();  // the runners of abandoned daemons keep theirs alive
+}
+
+bool DaemonsEngine::has_handlers(const Resource& resource) const {
+    for (const auto& h : core_->handlers) {
+        if (h.spawning->selector.check(resource)) return true;
+    }
+    return false;
+}
+
+std::shared_ptr<DaemonsMemory> DaemonsEngine::remember(const Resource& resource,
+                                                       std::shared_ptr<Memo> memo,
+                                                       std::shared_ptr<Logger> logger) const {
+    auto memory = std::make_shared<DaemonsMemory>(std::make_shared<const Resource>(resource),
+                                                  std::move(memo), std::move(logger));
+    memory->idle_reset_time = core_->loop.now();
+    return memory;
+}
+
+void DaemonsEngine::reset_idle(DaemonsMemory& memory) const {
+    memory.idle_reset_time = core_->loop.now();
+}
+
+Task<std::vector<double>> DaemonsEngine::process(std::shared_ptr<DaemonsMemory> memory,
+                                                 const json& body, bool deletion_ongoing,
+                                                 const Context& ctx) {
+    if (deletion_ongoing) {
+        std::vector<std::shared_ptr<Daemon>> all;
+        for (const auto& [id, d] : memory->running) all.push_back(d);
+        co_return co_await stop_daemons(std::move(all), StopReason::RESOURCE_DELETED);
+    }
+    std::set<std::string> matching;
+    for (const auto& h : core_->handlers) {
+        const auto& id = h.spawning->id;
+        if (memory->forever_stopped.count(id)) continue;
+        if (!intents::match(*h.spawning, *memory->resource, body, ctx)) continue;
+        matching.insert(id);
+        // A daemon still stopping counts as running: respawned only once it has exited.
+        if (!core_->closing && !memory->running.count(id)) spawn_daemon(core_, h, memory);
+    }
+    std::vector<std::shared_ptr<Daemon>> mismatching;
+    for (const auto& [id, d] : memory->running) {
+        if (!matching.count(id)) mismatching.push_back(d);
+    }
+    if (mismatching.empty()) co_return std::vector<double>();
+    co_return co_await stop_daemons(std::move(mismatching), StopReason::FILTERS_MISMATCH);
+}
+
+bool DaemonsEngine::requires_finalizer(const DaemonsMemory& memory, const json& body,
+                                       const Context& ctx) const {
+    for (const auto& h : core_->handlers) {
+        if (!h.spawning->requires_finalizer || memory.forever_stopped.count(h.spawning->id))
+            continue;
+        if (intents::match(*h.spawning, *memory.resource, body, ctx)) return true;
+    }
+    return false;
+}
+
+void DaemonsEngine::stop_all(std::function<void()> finished) {
+    core_->closing = true;
+    std::vector<std::shared_ptr<Daemon>> daemons;
+    for (const auto& [ptr, d] : core_->live) daemons.push_back(d);
+    if (daemons.empty()) {
+        finished();
+        return;
+    }
+    auto remaining = std::make_shared<std::size_t>(daemons.size());
+    auto done = std::make_shared<std::function<void()>>(std::move(finished));
+    for (const auto& d : daemons) {
+        kopf::spawn(core_->loop, stop_at_exit(d), [remaining, done](std::exception_ptr) {
+            if (--*remaining == 0) (*done)();
+        });
+    }
+}
+
+std::size_t DaemonsEngine::running() const {
+    return core_->live.size();
+}
+
+std::size_t DaemonsEngine::abandoned() const {
+    return core_->abandoned;
+}
+
+std::size_t daemon_threads_running() {
+    return threads_running.load();
+}
+
+}  // namespace kopf::engines

@@ -1,0 +1,128 @@
+// src/core/engines: daemons and timers (Kopf's engines/daemons.py). Each matching object gets one
+// runner per daemon or timer handler: spawned when the object is first seen, stopped when it is
+// marked for deletion, stops matching the filters, or the operator exits.
+//
+// How the reactor uses it, per event of an object with daemons or timers:
+//
+//     memory.set_body(body);                       // daemons see the latest body
+//     if (essence_changed) memory.reset_idle();    // timers' idle countdown
+//     auto delays = co_await engine.process(memory_ptr, body, deletion_ongoing, filter_ctx);
+//     bool needs_finalizer = engine.requires_finalizer(memory, body, filter_ctx);
+//     // delays: re-check the stopping daemons this much later (a touch-dummy), as Kopf does.
+//
+// Stopping follows Kopf's phases: the flag is set at once; after `cancellation_backoff` a
+// coroutine daemon is cancelled (kopf::CancelledError at its waits); after
+// `cancellation_timeout` more it is abandoned (the finalizer is released); without a timeout
+// the engine keeps polling (settings.background.cancellation_polling). A daemon that exits while
+// being stopped pokes its object, so the finalizer goes without waiting for the next poll.
+#pragma once
+
+#include <functional>
+#include <kopf/api.hpp>
+#include <kopf/json.hpp>
+#include <kopf/logger.hpp>
+#include <kopf/memo.hpp>
+#include <kopf/patch.hpp>
+#include <kopf/registry.hpp>
+#include <kopf/settings.hpp>
+#include <kopf/task.hpp>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/actions/progression.hpp"
+
+namespace kopf::engines {
+
+class Daemon;  // one running daemon or timer
+struct EngineCore;
+
+/// How the engine writes a daemon's or timer's patch (the reactor's patching: the merge patch,
+/// the status subresource, transformations). `body` is the latest known body of the object.
+using PatchWriter =
+    std::function<Task<void>(const Resource& resource, json body, Patch patch, Logger& logger)>;
+
+struct DaemonsEnv {
+    Executor& loop;
+    /// The operator's final settings, shared with daemons that may outlive the operator.
+    std::shared_ptr<const OperatorSettings> settings;
+    Client client;  ///< for ctx.api()
+    PatchWriter write;
+    /// The wall clock of the handlers' progress (retries, timeouts); tests substitute it.
+    std::function<actions::TimePoint()> now = [] { return actions::Clock::now(); };
+};
+
+/// What the engine remembers of one object (Kopf's DaemonsMemory), shared with the object's
+/// daemons: they may outlive the rest of the object's memory.
+class DaemonsMemory {
+  public:
+    DaemonsMemory(std::shared_ptr<const Resource> resource, std::shared_ptr<Memo> memo,
+                  std::shared_ptr<Logger> logger);
+
+    /// The latest body, seen by the daemons at their next check or run (any thread).
+    void set_body(const json& body);
+    /// The latest body and its generation (increases with every set_body).
+    std::pair<std::shared_ptr<const json>, unsigned long> body() const;
+
+    const std::shared_ptr<const Resource> resource;
+    const std::shared_ptr<Memo> memo;
+    const std::shared_ptr<Logger> logger;
+    /// Provokes a new processing of the object (set by the runtime); empty in tests.
+    std::function<void()> poke;
+
+    // On the loop only:
+    double idle_reset_time = 0;             ///< on the loop's clock: the last essential change
+    std::set<std::string> forever_stopped;  ///< exited on their own: not spawned again
+    std::map<std::string, std::shared_ptr<Daemon>> running;  ///< by handler id
+
+  private:
+    mutable std::mutex mutex_;
+    std::shared_ptr<const json> body_;
+    unsigned long generation_ = 0;
+};
+
+class DaemonsEngine {
+  public:
+    DaemonsEngine(DaemonsEnv env, const std::vector<SpawningHandler>& handlers);
+    /// Closes the engine: abandoned daemons that finish later touch nothing of the operator.
+    ~DaemonsEngine();
+    DaemonsEngine(const DaemonsEngine&) = delete;
+    DaemonsEngine& operator=(const DaemonsEngine&) = delete;
+
+    bool has_handlers(const Resource& resource) const;
+    /// The memory of an object first processed now (idle countdown starting now).
+    std::shared_ptr<DaemonsMemory> remember(const Resource& resource, std::shared_ptr<Memo> memo,
+                                            std::shared_ptr<Logger> logger) const;
+    /// An essential change: restarts the timers' idle countdowns.
+    void reset_idle(DaemonsMemory& memory) const;
+
+    /// Kopf's process_spawning_cause: stop all daemons if the object is being deleted, else
+    /// spawn the matching ones not running and stop the mismatching ones. Returns the delays
+    /// after which the stopping daemons must be checked again.
+    Task<std::vector<double>> process(std::shared_ptr<DaemonsMemory> memory, const json& body,
+                                      bool deletion_ongoing, const Context& ctx);
+    /// Whether a matching daemon or timer (not stopped forever) needs the finalizer.
+    bool requires_finalizer(const DaemonsMemory& memory, const json& body,
+                            const Context& ctx) const;
+
+    /// At the operator's exit: stop every daemon (Kopf's stop_daemon: graceful, forced,
+    /// abandoned; daemons with no cancellation timeouts get 5 seconds), then `finished`.
+    /// No daemons are spawned after this.
+    void stop_all(std::function<void()> finished);
+    /// Daemons and timers running now.
+    std::size_t running() const;
+    /// Daemons abandoned so far (still running on their own, maybe on threads).
+    std::size_t abandoned() const;
+
+  private:
+    std::shared_ptr<EngineCore> core_;
+};
+
+/// Threads of synchronous daemons still running in this process (of any operator), e.g. those
+/// abandoned at an operator's exit: the `kopf` command ends without static destructors then.
+std::size_t daemon_threads_running();
+
+}  // namespace kopf::engines

@@ -1,0 +1,135 @@
+#include "core/intents/stoppers.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace kopf {
+
+std::string to_string(StopReason reason) {
+    static const std::pair<StopReason, const char*> names[] = {
+        {StopReason::DONE, "DONE"},
+        {StopReason::FILTERS_MISMATCH, "FILTERS_MISMATCH"},
+        {StopReason::RESOURCE_DELETED, "RESOURCE_DELETED"},
+        {StopReason::OPERATOR_PAUSING, "OPERATOR_PAUSING"},
+        {StopReason::OPERATOR_EXITING, "OPERATOR_EXITING"},
+        {StopReason::DAEMON_SIGNALLED, "DAEMON_SIGNALLED"},
+        {StopReason::DAEMON_CANCELLED, "DAEMON_CANCELLED"},
+        {StopReason::DAEMON_ABANDONED, "DAEMON_ABANDONED"},
+    };
+    std::string out;
+    for (const auto& [bit, name] : names) {
+        if (!any(reason & bit)) continue;
+        if (!out.empty()) out += "|";
+        out += name;
+    }
+    return out.empty() ? "NONE" : out;
+}
+
+bool DaemonStopped::is_set() const {
+    if (!flag_) return false;
+    if (flag_->checkpoint) flag_->checkpoint();
+    return flag_->is_set();
+}
+
+StopReason DaemonStopped::reason() const {
+    return flag_ ? flag_->reason() : StopReason::NONE;
+}
+
+DaemonStopped::Wait DaemonStopped::wait(Seconds timeout) const {
+    if (!flag_) return Wait(nullptr, timeout, true);
+    if (flag_->mode() == detail::StopFlag::Mode::BLOCKING) {
+        flag_->wait_blocking(timeout);
+        if (flag_->checkpoint) flag_->checkpoint();
+        return Wait(flag_, timeout, true);
+    }
+    return Wait(flag_, timeout, flag_->is_set() || timeout.value == 0);
+}
+
+DaemonStopped::Wait DaemonStopped::wait() const {
+    return wait(Seconds(-1));
+}
+
+DaemonStopped::Wait::operator bool() const {
+    return flag_ && flag_->is_set();
+}
+
+bool DaemonStopped::Wait::suspend(Executor* executor, std::coroutine_handle<> h) {
+    return flag_->suspend(*executor, h, timeout_);
+}
+
+bool DaemonStopped::Wait::await_resume() const {
+    if (!flag_) return false;
+    if (flag_->mode() == detail::StopFlag::Mode::SUSPENDING) {
+        if (flag_->cancelled()) throw CancelledError();
+        if (flag_->checkpoint) flag_->checkpoint();
+    }
+    return flag_->is_set();
+}
+
+}  // namespace kopf
+
+namespace kopf::detail {
+
+bool StopFlag::is_set() const {
+    return reason() != StopReason::NONE;
+}
+
+StopReason StopFlag::reason() const {
+    std::lock_guard lock(mutex_);
+    return reason_;
+}
+
+void StopFlag::set(StopReason reason) {
+    std::vector<std::pair<Executor*, std::shared_ptr<Waiter>>> waiters;
+    {
+        std::lock_guard lock(mutex_);
+        reason_ = reason_ | reason;
+        waiters.swap(waiters_);
+    }
+    changed_.notify_all();
+    for (auto& [executor, waiter] : waiters) {
+        executor->post([waiter] { resume(waiter); });
+    }
+}
+
+bool StopFlag::wait_blocking(double timeout) {
+    std::unique_lock lock(mutex_);
+    const auto is_set = [this] { return reason_ != StopReason::NONE; };
+    if (timeout < 0) {
+        changed_.wait(lock, is_set);
+        return true;
+    }
+    return changed_.wait_for(lock, std::chrono::duration<double>(timeout), is_set);
+}
+
+bool StopFlag::suspend(Executor& executor, std::coroutine_handle<> h, double timeout) {
+    auto waiter = std::make_shared<Waiter>();
+    waiter->handle = h;
+    {
+        std::lock_guard lock(mutex_);
+        if (reason_ != StopReason::NONE) return false;
+        waiters_.emplace_back(&executor, waiter);
+    }
+    if (timeout >= 0) {
+        executor.post_after(timeout, [weak = weak_from_this(), waiter] {
+            if (waiter->resumed) return;  // woken by the flag; the daemon may be gone since
+            if (auto flag = weak.lock()) {
+                std::lock_guard lock(flag->mutex_);
+                auto& all = flag->waiters_;
+                all.erase(std::remove_if(all.begin(), all.end(),
+                                         [&](const auto& w) { return w.second == waiter; }),
+                          all.end());
+            }
+            resume(waiter);
+        });
+    }
+    return true;
+}
+
+void StopFlag::resume(const std::shared_ptr<Waiter>& waiter) {
+    if (waiter->resumed) return;
+    waiter->resumed = true;
+    waiter->handle.resume();
+}
+
+}  // namespace kopf::detail

@@ -1,0 +1,332 @@
+// The timing rules of daemons and timers on a virtual clock: initial delays, intervals (plain
+// and sharp), idling, error backoffs, and the stopping phases (graceful, forced, abandoned,
+// polling) as they show in the processing's delays and the finalizer.
+#include "core/engines/daemons.hpp"
+
+#include <gtest/gtest.h>
+
+#include <coroutine>
+
+#include "support/harness.hpp"
+
+namespace kopf::testing {
+namespace {
+
+const std::string FINALIZER = "kopf.zalando.org/KopfFinalizerMarker";
+
+bool has_finalizer(const json& body) {
+    for (const auto& item : body.value("/metadata/finalizers"_json_pointer, json::array()))
+        if (item == FINALIZER) return true;
+    return false;
+}
+
+// The processing of one object with daemons and timers, all on one virtual clock.
+struct DaemonsBed {
+    actions::VirtualExecutor ex;
+    Registry registry;
+    OperatorSettings settings;
+    Resource resource = kopfexamples();
+    reactor::ResourceMemory memory;
+    std::vector<std::pair<LogLevel, std::string>> lines;
+    std::vector<json> written;  // the daemons' patches, in order
+    json body = example_body();
+    std::unique_ptr<engines::DaemonsEngine> engine;
+    const actions::TimePoint epoch = actions::Clock::from_time_t(1795735298);
+
+    actions::TimePoint wall() const {
+        return epoch + std::chrono::duration_cast<actions::Clock::duration>(
+                           std::chrono::duration<double>(ex.now()));
+    }
+
+    static Task<void> record(DaemonsBed* bed, Patch patch) {
+        bed->written.push_back(patch.merge);
+        bed->body.merge_patch(patch.merge);
+        co_return;
+    }
+
+    void start() {
+        engines::DaemonsEnv env{ex, std::make_shared<const OperatorSettings>(settings), Client(),
+                                [this](const Resource&, json, Patch patch, Logger&) {
+                                    return record(this, std::move(patch));
+                                }};
+        env.now = [this] { return wall(); };
+        engine = std::make_unique<engines::DaemonsEngine>(std::move(env), registry.spawning);
+        memory.memo = std::make_shared<Memo>();
+    }
+
+    // Processes one event of the current body and applies its patch; returns its delays.
+    std::vector<double> event(const std::string& type = "MODIFIED") {
+        reactor::ProcessingEnv env{registry, settings};
+        env.now = [this] { return wall(); };
+        env.make_logger = [this](const json&) { return std::make_shared<RecordingLogger>(&lines); };
+        env.daemons = engine.get();
+        json raw = {{"type", type}, {"object", body}};
+        std::optional<reactor::ProcessingOutcome> out;
+        kopf::spawn<reactor::ProcessingOutcome>(
+            ex, reactor::process_resource_event(env, resource, memory, std::move(raw)),
+            [&out](std::exception_ptr error, std::optional<reactor::ProcessingOutcome> o) {
+                if (error) std::rethrow_exception(error);
+                out = std::move(o);
+            });
+        while (!out) ex.run_until(ex.now());
+        json ops = out->json_patch();
+        if (!out->patch.merge.empty()) body.merge_patch(out->patch.merge);
+        if (!ops.empty()) body = body.patch(ops);
+        return out->delays;
+    }
+
+    // Daemons still running at the end are stopped as at the operator's exit (no frame leaks).
+    ~DaemonsBed() {
+        if (!engine) return;
+        engine->stop_all([] {});
+        ex.run_until(ex.now() + 3600);
+    }
+
+    void run_until(double t) { ex.run_until(t); }
+    void mark_deleted() { body["metadata"]["deletionTimestamp"] = "2026-11-25T10:00:00Z"; }
+    bool logged(const std::string& text) const {
+        for (const auto& [level, line] : lines)
+            if (line.find(text) != std::string::npos) return true;
+        return false;
+    }
+};
+
+// A handler recording the virtual times of its calls.
+struct Times {
+    std::vector<double> at;
+};
+
+TEST(DaemonTiming, DaemonStartsAfterItsInitialDelayAndSpawnsOnce) {
+    DaemonsBed bed;
+    Times times;
+    on::daemon d(bed.registry, "kopfexamples", {.id = "d", .initial_delay = 30},
+                 [&](Context& ctx) -> Task<void> {
+                     times.at.push_back(bed.ex.now());
+                     co_await ctx.stopped.wait();
+                 });
+    bed.start();
+    bed.event("");
+    bed.run_until(29.9);
+    EXPECT_TRUE(times.at.empty());
+    bed.event();  // another event: the daemon already runs, it is not spawned twice
+    bed.run_until(100);
+    EXPECT_EQ(times.at, (std::vector<double>{30}));
+    EXPECT_TRUE(has_finalizer(bed.body)) << bed.body.dump();
+    EXPECT_EQ(bed.engine->running(), 1u);
+}
+
+TEST(DaemonTiming, PlainTimerCountsItsIntervalFromTheEndOfEachRun) {
+    DaemonsBed bed;
+    Times times;
+    on::timer t(bed.registry, "kopfexamples", {.id = "t", .interval = 1.0},
+                [&](Context&) -> Task<void> {
+                    times.at.push_back(bed.ex.now());
+                    co_await kopf::sleep(0.3);
+                });
+    bed.start();
+    bed.event("");
+    bed.run_until(4.0);
+    ASSERT_EQ(times.at.size(), 4u);
+    for (std::size_t i = 0; i < times.at.size(); ++i)
+        EXPECT_NEAR(times.at[i], 1.3 * static_cast<double>(i), 1e-9) << i;
+}
+
+TEST(DaemonTiming, SharpTimerKeepsToItsGridWhateverTheRunTakes) {
+    DaemonsBed bed;
+    Times times;
+    on::timer t(bed.registry, "kopfexamples", {.id = "t", .interval = 1.0, .sharp = true},
+                [&](Context&) -> Task<void> {
+                    times.at.push_back(bed.ex.now());
+                    co_await kopf::sleep(0.3);
+                });
+    bed.start();
+    bed.event("");
+    bed.run_until(3.5);
+    EXPECT_EQ(times.at, (std::vector<double>{0, 1, 2, 3}));
+}
+
+TEST(DaemonTiming, IdleTimerWaitsForNoEssentialChangeAndAnyChangeRestartsTheCountdown) {
+    DaemonsBed bed;
+    Times times;
+    on::timer t(bed.registry, "kopfexamples", {.id = "t", .interval = 1.0, .idle = 5.0},
+                [&](Context&) -> Task<void> {
+                    times.at.push_back(bed.ex.now());
+                    co_return;
+                });
+    bed.start();
+    bed.event("");  // the creation counts as a change
+    bed.run_until(2.0);
+    bed.body["spec"]["field"] = "changed";
+    bed.event();  // an essential change at 2: the first run moves to 7
+    bed.run_until(9.5);
+    EXPECT_EQ(times.at, (std::vector<double>{7, 8, 9}));
+    bed.body["status"]["whatever"] = 1;
+    bed.event();  // not essential (status): the diff base is unchanged... but no diff base
+                  // is stored without changing handlers, so every event counts, as in Kopf
+    bed.run_until(20);
+    EXPECT_EQ(times.at.size(), 3u + 6u);
+    EXPECT_DOUBLE_EQ(times.at[3], 14.5);
+}
+
+TEST(DaemonTiming, TimerErrorsOverrideItsScheduleWithTheBackoff) {
+    // Kopf's docs: failing 3 times with backoff 5 and interval 10 takes 25 s per cycle.
+    DaemonsBed bed;
+    Times times;
+    int retries_seen = -1;
+    on::timer t(bed.registry, "kopfexamples",
+                {.id = "t", .errors = ErrorsMode::TEMPORARY, .backoff = 5, .interval = 10},
+                [&](Context& ctx) -> Task<void> {
+                    times.at.push_back(bed.ex.now());
+                    retries_seen = ctx.retry;
+                    if (ctx.retry < 3) throw std::runtime_error("boom");
+                    co_return;
+                });
+    bed.start();
+    bed.event("");
+    bed.run_until(26);
+    EXPECT_EQ(times.at, (std::vector<double>{0, 5, 10, 15, 25}));
+    EXPECT_EQ(retries_seen, 0);  // the new cycle starts its retries from scratch
+    EXPECT_TRUE(bed.logged("Timer 't' failed with an exception and will try again in 5 seconds"));
+}
+
+TEST(DaemonTiming, DaemonRestartsAfterTemporaryErrorDelayAndStopsForGoodOnPermanentError) {
+    DaemonsBed bed;
+    Times times;
+    on::daemon d(bed.registry, "kopfexamples", {.id = "d"}, [&](Context& ctx) -> Task<void> {
+        times.at.push_back(bed.ex.now());
+        if (ctx.retry < 2) throw TemporaryError("again", 10);
+        throw PermanentError("enough");
+        co_return;
+    });
+    bed.start();
+    bed.event("");
+    bed.run_until(100);
+    EXPECT_EQ(times.at, (std::vector<double>{0, 10, 20}));
+    EXPECT_TRUE(bed.logged("Daemon 'd' failed permanently: enough"));
+    EXPECT_TRUE(bed.logged("Daemon 'd' has exited on its own"));
+    // Stopped forever: neither respawned nor holding the object.
+    bed.event();
+    bed.run_until(200);
+    EXPECT_EQ(times.at.size(), 3u);
+    EXPECT_FALSE(has_finalizer(bed.body)) << bed.body.dump();
+}
+
+TEST(DaemonTiming, DeafCoroutineDaemonIsSignalledThenCancelledThenReleased) {
+    DaemonsBed bed;
+    bool cancelled_at_backoff_end = false;
+    on::daemon d(bed.registry, "kopfexamples",
+                 {.id = "d", .cancellation_backoff = 1.0, .cancellation_timeout = 2.0},
+                 [&](Context&) -> Task<void> {
+                     try {
+                         for (;;) co_await kopf::sleep(100);
+                     } catch (const CancelledError&) {
+                         cancelled_at_backoff_end = bed.ex.now() == 11;
+                         throw;
+                     }
+                 });
+    bed.start();
+    bed.event("");
+    bed.event();  // the finalizer's echo
+    ASSERT_TRUE(has_finalizer(bed.body));
+    bed.run_until(10);
+    bed.mark_deleted();
+    EXPECT_EQ(bed.event(), (std::vector<double>{1.0}));  // graceful: wait out the backoff
+    EXPECT_TRUE(has_finalizer(bed.body));
+    bed.run_until(11);
+    EXPECT_EQ(bed.event(), (std::vector<double>{}));  // cancelled: it exits at once
+    EXPECT_TRUE(cancelled_at_backoff_end);
+    EXPECT_FALSE(has_finalizer(bed.body)) << bed.body.dump();
+    EXPECT_TRUE(bed.logged("Daemon 'd' is signalled to exit by force."));
+    EXPECT_TRUE(bed.logged("Daemon 'd' is cancelled. Will escalate."));
+    EXPECT_EQ(bed.engine->running(), 0u);
+}
+
+// Awaiting something that no cancellation reaches (a stuck call): resumed by the test itself.
+struct Stuck {
+    std::coroutine_handle<>* parked;
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) const noexcept { *parked = h; }
+    void await_resume() const noexcept {}
+};
+Stuck park(std::coroutine_handle<>* parked) {
+    return Stuck{parked};
+}
+
+TEST(DaemonTiming, StuckDaemonIsAbandonedAfterBackoffPlusTimeoutAndTheObjectReleased) {
+    DaemonsBed bed;
+    std::coroutine_handle<> parked;
+    on::daemon d(bed.registry, "kopfexamples",
+                 {.id = "d", .cancellation_backoff = 1.0, .cancellation_timeout = 2.0},
+                 [&](Context&) -> Task<void> { co_await park(&parked); });
+    bed.start();
+    bed.event("");
+    bed.event();
+    bed.run_until(10);
+    bed.mark_deleted();
+    EXPECT_EQ(bed.event(), (std::vector<double>{1.0}));
+    bed.run_until(11);
+    EXPECT_EQ(bed.event(), (std::vector<double>{2.0}));  // cancelled, but still there
+    EXPECT_TRUE(has_finalizer(bed.body));
+    bed.run_until(13);
+    EXPECT_EQ(bed.event(), (std::vector<double>{}));  // abandoned: released
+    EXPECT_FALSE(has_finalizer(bed.body)) << bed.body.dump();
+    EXPECT_TRUE(bed.logged("Daemon 'd' did not exit in time. Leaving it orphaned."));
+    EXPECT_EQ(bed.engine->abandoned(), 1u);
+    ASSERT_TRUE(parked);
+    parked.resume();  // let it end (no leak)
+    bed.run_until(14);
+    EXPECT_EQ(bed.engine->running(), 0u);
+}
+
+TEST(DaemonTiming, DaemonWithoutCancellationTimeoutIsPolledAndHoldsTheObject) {
+    DaemonsBed bed;
+    std::coroutine_handle<> parked;
+    on::daemon d(bed.registry, "kopfexamples", {.id = "d", .cancellation_polling = 7},
+                 [&](Context&) -> Task<void> { co_await park(&parked); });
+    bed.settings.background.cancellation_polling = 60;
+    bed.start();
+    bed.event("");
+    bed.event();
+    bed.mark_deleted();
+    EXPECT_EQ(bed.event(), (std::vector<double>{7.0}));
+    bed.run_until(1000);
+    EXPECT_EQ(bed.event(), (std::vector<double>{7.0}));  // never abandoned
+    EXPECT_TRUE(has_finalizer(bed.body));
+    EXPECT_TRUE(bed.logged("Daemon 'd' is still exiting. The next check is in 7 seconds."));
+    parked.resume();
+    bed.run_until(1001);
+    EXPECT_EQ(bed.event(), (std::vector<double>{}));
+    EXPECT_FALSE(has_finalizer(bed.body));
+}
+
+TEST(DaemonTiming, OperatorExitGivesEachDaemonItsPhases) {
+    DaemonsBed bed;
+    std::coroutine_handle<> parked;
+    bool polite_saw_exit = false;
+    on::daemon polite(bed.registry, "kopfexamples", {.id = "polite"},
+                      [&](Context& ctx) -> Task<void> {
+                          co_await ctx.stopped.wait();
+                          polite_saw_exit = ctx.stopped.reason() == StopReason::OPERATOR_EXITING;
+                      });
+    on::daemon stuck(bed.registry, "kopfexamples",
+                     {.id = "stuck", .cancellation_backoff = 1, .cancellation_timeout = 2},
+                     [&](Context&) -> Task<void> { co_await park(&parked); });
+    bed.start();
+    bed.event("");
+    bool finished = false;
+    double finished_at = -1;
+    bed.engine->stop_all([&] {
+        finished = true;
+        finished_at = bed.ex.now();
+    });
+    bed.run_until(100);
+    EXPECT_TRUE(polite_saw_exit);
+    ASSERT_TRUE(finished);
+    EXPECT_DOUBLE_EQ(finished_at, 3.0);  // backoff + timeout of the stuck one
+    EXPECT_EQ(bed.engine->abandoned(), 1u);
+    parked.resume();
+    bed.run_until(101);
+}
+
+}  // namespace
+}  // namespace kopf::testing
