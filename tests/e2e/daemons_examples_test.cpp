@@ -20,54 +20,13 @@
 #include <thread>
 #include <vector>
 
-#include "e2e/support/e2e.hpp"
+#include "e2e/support/examples.hpp"
 
 using namespace kopf::e2e;
 using namespace std::chrono_literals;
 using json = nlohmann::json;
 
 namespace {
-
-const std::string kObjectName = "kopf-example-1";
-const std::string kObjectPrefix = "[default/kopf-example-1] ";
-const std::string kFinalizer = "kopf.zalando.org/KopfFinalizerMarker";
-
-std::string example(const std::string& name) {
-    return (source_dir() / "examples" / name / "example.cpp").string();
-}
-std::string object_yaml() {
-    return (source_dir() / "examples/obj.yaml").string();
-}
-
-// How many times each handler id appears in a log line matched by `pattern` (group 1 = the id).
-std::map<std::string, int> count_handlers(const std::string& log, const std::string& pattern) {
-    std::map<std::string, int> counts;
-    const std::regex re(pattern);
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
-         ++it) {
-        ++counts[(*it)[1].str()];
-    }
-    return counts;
-}
-// Kopf's test counts `'(.+?)' succeeded`: the lines of handlers, daemons and timers alike.
-std::map<std::string, int> successes(const OperatorProcess& op) {
-    return count_handlers(op.log(), R"((?:Handler|Daemon|Timer) '([^']+)' succeeded\.)");
-}
-std::map<std::string, int> final_failures(const OperatorProcess& op) {
-    return count_handlers(op.log(), R"((?:Handler|Daemon|Timer) '([^']+)' failed )"
-                                    R"((?:permanently|with an exception and will stop))");
-}
-
-// Polls `probe` until it returns true or the timeout passes.
-template <class F>
-bool eventually(F probe, std::chrono::seconds timeout = 60s) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (probe()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    return probe();
-}
 
 // Where `text` first / last occurs in `log` (npos if nowhere).
 std::size_t first_in(const std::string& log, const std::string& text) {
@@ -77,54 +36,12 @@ std::size_t last_in(const std::string& log, const std::string& text) {
     return log.rfind(text);
 }
 
-class DaemonExamples : public ::testing::Test {
+class DaemonExamples : public ExamplesTest {
   protected:
-    void SetUp() override {
-        if (!have_program("kubectl")) GTEST_SKIP() << "kubectl is not installed";
-        cluster_ = std::make_unique<Cluster>();
-        auto crd = kubectl({"apply", "-f", (source_dir() / "examples/crd.yaml").string()});
-        ASSERT_EQ(crd.exit_code, 0) << crd.output;
-    }
-
-    CommandResult kubectl(const std::vector<std::string>& args) const {
-        return cluster_->kubectl(args);
-    }
-
-    // `kopf run EXAMPLE --all-namespaces --standalone --verbose`, as Kopf's e2e tests run them;
-    // returns once the operator serves the example resource (a failure if it does not: the
-    // tests stop there with ASSERT_FALSE(HasFailure())).
-    std::unique_ptr<OperatorProcess> start(const std::string& name) {
-        auto op = std::make_unique<OperatorProcess>(
-            *cluster_, std::vector<std::string>{example(name), "--all-namespaces", "--standalone",
-                                                "--verbose"});
-        EXPECT_TRUE(op->wait_for_log("Serving resource kopfexamples.v1.kopf.dev.")) << op->log();
-        return op;
-    }
-
-    json get_object() const { return cluster_->get_json({"kex", kObjectName, "-n", "default"}); }
-
-    void create_object() const {
-        auto created = kubectl({"apply", "-f", object_yaml()});
-        ASSERT_EQ(created.exit_code, 0) << created.output;
-    }
-
     void patch_field(const std::string& value) const {
         auto patched = kubectl({"patch", "kex", kObjectName, "-n", "default", "--type=merge", "-p",
                                 json{{"spec", {{"field", value}}}}.dump()});
         ASSERT_EQ(patched.exit_code, 0) << patched.output;
-    }
-
-    // `kubectl delete` waits until the object is gone, i.e. until all finalizers are removed.
-    void delete_object() const {
-        auto deleted = kubectl({"delete", "-f", object_yaml(), "--timeout=60s"});
-        ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
-        EXPECT_TRUE(get_object().is_null());
-    }
-
-    // SIGTERM ends the operator gracefully with exit code 0.
-    static void stop_cleanly(OperatorProcess& op) {
-        EXPECT_EQ(op.stop(SIGTERM), 0) << op.log();
-        EXPECT_NE(op.log().find("Operator has stopped."), std::string::npos) << op.log();
     }
 
     // The count of `text` in the log does not change for `duration`.
@@ -134,8 +51,6 @@ class DaemonExamples : public ::testing::Test {
         std::this_thread::sleep_for(duration);
         return op.count_in_log(text) == before;
     }
-
-    std::unique_ptr<Cluster> cluster_;
 };
 
 const std::string kSyncPing = kObjectPrefix + "=> Ping from a sync daemon: field='value', retry=3";

@@ -2,6 +2,8 @@
 // embedded API server, `kopf run` the example, `kubectl apply` the object, wait for the expected
 // log lines, check status and events with kubectl, `kubectl delete`, and check that every handler
 // succeeded exactly the expected number of times and that the operator exits cleanly.
+#include "e2e/support/examples.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,52 +16,10 @@
 #include <thread>
 #include <vector>
 
-#include "e2e/support/e2e.hpp"
-
 using namespace kopf::e2e;
 using json = nlohmann::json;
 
 namespace {
-
-const std::string kObjectName = "kopf-example-1";
-const std::string kObjectPrefix = "[default/kopf-example-1] ";
-const std::string kFinalizer = "kopf.zalando.org/KopfFinalizerMarker";
-
-std::string example(const std::string& name) {
-    return (source_dir() / "examples" / name / "example.cpp").string();
-}
-std::string object_yaml() {
-    return (source_dir() / "examples/obj.yaml").string();
-}
-
-// How many times each handler id appears in a log line matched by `pattern` (group 1 = the id).
-std::map<std::string, int> count_handlers(const std::string& log, const std::string& pattern) {
-    std::map<std::string, int> counts;
-    const std::regex re(pattern);
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
-         ++it) {
-        ++counts[(*it)[1].str()];
-    }
-    return counts;
-}
-std::map<std::string, int> successes(const OperatorProcess& op) {
-    return count_handlers(op.log(), R"(Handler '([^']+)' succeeded\.)");
-}
-std::map<std::string, int> final_failures(const OperatorProcess& op) {
-    return count_handlers(
-        op.log(), R"(Handler '([^']+)' failed (?:permanently|with an exception and will stop))");
-}
-
-// Polls `probe` until it returns true or the timeout passes.
-template <class F>
-bool eventually(F probe, std::chrono::seconds timeout = std::chrono::seconds(60)) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (probe()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    return probe();
-}
 
 // Sets an environment variable for the operators started in its lifetime (they inherit it).
 class ScopedEnv {
@@ -71,32 +31,8 @@ class ScopedEnv {
     const char* name_;
 };
 
-class Examples : public ::testing::Test {
+class Examples : public ExamplesTest {
   protected:
-    void SetUp() override {
-        if (!have_program("kubectl")) GTEST_SKIP() << "kubectl is not installed";
-        cluster_ = std::make_unique<Cluster>();
-        auto crd = kubectl({"apply", "-f", (source_dir() / "examples/crd.yaml").string()});
-        ASSERT_EQ(crd.exit_code, 0) << crd.output;
-    }
-
-    CommandResult kubectl(const std::vector<std::string>& args) const {
-        return cluster_->kubectl(args);
-    }
-
-    // `kopf run EXAMPLE --all-namespaces --standalone --verbose`, as Kopf's e2e tests run them;
-    // returns once the operator serves `resource`.
-    std::unique_ptr<OperatorProcess> start(
-        const std::string& name, const std::string& resource = "kopfexamples.v1.kopf.dev") {
-        auto op = std::make_unique<OperatorProcess>(
-            *cluster_, std::vector<std::string>{example(name), "--all-namespaces", "--standalone",
-                                                "--verbose"});
-        EXPECT_TRUE(op->wait_for_log("Serving resource " + resource + ".")) << op->log();
-        return op;
-    }
-
-    json get_object() const { return cluster_->get_json({"kex", kObjectName, "-n", "default"}); }
-
     // The Events about the example object (core v1), in the order the server lists them.
     std::vector<json> object_events() const {
         std::vector<json> found;
@@ -109,26 +45,6 @@ class Examples : public ::testing::Test {
         }
         return found;
     }
-
-    void create_object() const {
-        auto created = kubectl({"apply", "-f", object_yaml()});
-        ASSERT_EQ(created.exit_code, 0) << created.output;
-    }
-
-    // `kubectl delete` waits until the object is gone, i.e. until all finalizers are removed.
-    void delete_object() const {
-        auto deleted = kubectl({"delete", "-f", object_yaml(), "--timeout=60s"});
-        ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
-        EXPECT_TRUE(get_object().is_null());
-    }
-
-    // SIGTERM ends the operator gracefully with exit code 0.
-    static void stop_cleanly(OperatorProcess& op) {
-        EXPECT_EQ(op.stop(SIGTERM), 0) << op.log();
-        EXPECT_NE(op.log().find("Operator has stopped."), std::string::npos) << op.log();
-    }
-
-    std::unique_ptr<Cluster> cluster_;
 };
 
 }  // namespace
@@ -390,6 +306,6 @@ TEST_F(Examples, FilteringHandlersRunOnlyWhenTheirFiltersMatch) {
     }
     const auto counts = successes(*op);
     for (const auto& [id, count] : counts) EXPECT_EQ(count, 1) << id;
-    EXPECT_EQ(counts.size(), 11u) << log;
+    EXPECT_EQ(counts.size(), 12u) << log;  // the field daemon included, once at its exit
     EXPECT_TRUE(final_failures(*op).empty()) << log;
 }
