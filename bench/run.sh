@@ -5,7 +5,7 @@
 #   bench/run.sh                    # full suite, 3 runs, appends a results table to bench/README.md
 #   bench/run.sh --smoke            # N=200, one run, no README (CI: proves the suite still works)
 #   bench/run.sh --only create      # one group: apiserver, limit, create, steady, resume, idle, micro,
-#                                   # client
+#                                   # client, daemons
 #
 # Options:
 #   --smoke                 small sizes, one run, short phases, no README append
@@ -15,6 +15,9 @@
 #   --steady-objects N      objects in the steady-state phase (default 10000)
 #   --steady-seconds S      duration of the steady-state phase (default 60)
 #   --resume-objects N      objects in the resume phase (default 100000)
+#   --daemon-sizes LIST     objects with a daemon each, in the daemons group (default 10000,100000)
+#   --timer-objects N       objects with a 1 s timer each, in the daemons group (default 10000)
+#   --timer-seconds S       the timers' measurement window (default 30)
 #   --no-build              use the existing build tree
 #   --build-dir DIR         the build tree (default: <repo>/build, the "default" preset)
 #   --no-readme             print the table but do not append it to bench/README.md
@@ -23,7 +26,8 @@
 # Placement (when the machine has >= 2 cores and taskset exists): the API server and the load
 # tools on core 0, the operator on core 1 — so the operator's CPU figures are its own. For the
 # API-server figures the server gets core 0 and the load client core 1; for the client figures
-# the client tool gets core 1.
+# the client tool gets core 1. The daemons group's tool (core 0) starts the operator itself, on
+# core 1.
 # Every figure is printed as "figure: <name> = <value> <unit>"; tests/integration/bench checks
 # that each one appears (never its value).
 set -euo pipefail
@@ -40,9 +44,12 @@ SIZES="1000,10000,100000"
 STEADY_OBJECTS=10000
 STEADY_SECONDS=60
 RESUME_OBJECTS=100000
+DAEMON_SIZES="10000,100000"
+TIMER_OBJECTS=10000
+TIMER_SECONDS=30
 ONLY=()
 
-usage() { sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 # Fails the whole run, also from inside $(...) subshells (their exit alone would be ignored).
 fail() {
     echo "bench/run.sh: $*" >&2
@@ -61,6 +68,9 @@ while [[ $# -gt 0 ]]; do
         --steady-objects) need_value "$@"; STEADY_OBJECTS=$2; shift 2 ;;
         --steady-seconds) need_value "$@"; STEADY_SECONDS=$2; shift 2 ;;
         --resume-objects) need_value "$@"; RESUME_OBJECTS=$2; shift 2 ;;
+        --daemon-sizes) need_value "$@"; DAEMON_SIZES=$2; shift 2 ;;
+        --timer-objects) need_value "$@"; TIMER_OBJECTS=$2; shift 2 ;;
+        --timer-seconds) need_value "$@"; TIMER_SECONDS=$2; shift 2 ;;
         --no-build) BUILD=0; shift ;;
         --build-dir) need_value "$@"; BUILD_DIR=$(cd "$2" && pwd); shift 2 ;;
         --no-readme) README_APPEND=0; shift ;;
@@ -72,12 +82,14 @@ done
 
 if [[ $SMOKE == 1 ]]; then
     RUNS=1; SIZES=200; STEADY_OBJECTS=200; STEADY_SECONDS=3; RESUME_OBJECTS=200; README_APPEND=0
+    DAEMON_SIZES=200; TIMER_OBJECTS=200; TIMER_SECONDS=3
 fi
-GROUPS_ALL=(apiserver limit create steady resume idle micro client)
+GROUPS_ALL=(apiserver limit create steady resume idle micro client daemons)
 for name in "${ONLY[@]}"; do
     [[ " ${GROUPS_ALL[*]} " == *" $name "* ]] || fail "unknown group '$name' (one of: ${GROUPS_ALL[*]})"
 done
-for value in "$RUNS" "$STEADY_OBJECTS" "$STEADY_SECONDS" "$RESUME_OBJECTS" ${SIZES//,/ }; do
+for value in "$RUNS" "$STEADY_OBJECTS" "$STEADY_SECONDS" "$RESUME_OBJECTS" ${SIZES//,/ } \
+    "$TIMER_OBJECTS" "$TIMER_SECONDS" ${DAEMON_SIZES//,/ }; do
     [[ "$value" =~ ^[1-9][0-9]*$ ]] || fail "'$value' is not a positive integer"
 done
 wanted() {
@@ -86,7 +98,7 @@ wanted() {
 }
 
 # --- build -------------------------------------------------------------------------------
-TARGETS=(kopf_cli operator_load apiserver_load micro_bench client_load handler_client_load)
+TARGETS=(kopf_cli operator_load apiserver_load micro_bench client_load handler_client_load daemons_load)
 if [[ $BUILD == 1 ]]; then
     [[ $BUILD_DIR == "$ROOT/build" ]] || fail "--build-dir needs --no-build (the preset builds <repo>/build)"
     (cd "$ROOT" && cmake --preset default >/dev/null && cmake --build --preset default --target "${TARGETS[@]}")
@@ -97,10 +109,14 @@ APISERVER_LOAD="$BUILD_DIR/bench/apiserver_load"
 MICRO_BENCH="$BUILD_DIR/bench/micro_bench"
 CLIENT_LOAD="$BUILD_DIR/bench/client_load"
 HANDLER_CLIENT_LOAD="$BUILD_DIR/bench/handler_client_load"
-for tool in "$KOPF" "$OPERATOR_LOAD" "$APISERVER_LOAD" "$MICRO_BENCH" "$CLIENT_LOAD" "$HANDLER_CLIENT_LOAD"; do
+DAEMONS_LOAD="$BUILD_DIR/bench/daemons_load"
+for tool in "$KOPF" "$OPERATOR_LOAD" "$APISERVER_LOAD" "$MICRO_BENCH" "$CLIENT_LOAD" "$HANDLER_CLIENT_LOAD" \
+    "$DAEMONS_LOAD"; do
     [[ -x $tool ]] || fail "$tool is missing: build it (bench/run.sh without --no-build)"
 done
 OPERATOR_SOURCE="$ROOT/bench/operators/bench_operator.cpp"
+DAEMONS_OPERATOR_SOURCE="$ROOT/bench/operators/daemons_operator.cpp"
+TIMERS_OPERATOR_SOURCE="$ROOT/bench/operators/timers_operator.cpp"
 
 # --- processes -----------------------------------------------------------------------------
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kopf-bench.XXXXXX")
@@ -120,9 +136,11 @@ LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 # (A prefix, not a function: `prefix cmd &` execs cmd, so $! is the process measured.)
 PIN_CORE0=()
 PIN_CORE1=()
+OPERATOR_CPU=()  # for daemons_load, which starts the operator itself
 if [[ $PIN == 1 && $CORES -ge 2 ]] && command -v taskset >/dev/null; then
     PIN_CORE0=(taskset -c 0)
     PIN_CORE1=(taskset -c 1)
+    OPERATOR_CPU=(--operator-cpu 1)
 fi
 CLK_TCK=$(getconf CLK_TCK)
 cpu_ticks() {  # utime + stime of a process, in clock ticks
@@ -421,8 +439,107 @@ client_figures() {
     stop_process "$SERVER_PID"
 }
 
+# Daemons and timers (issue 17). daemons_load (core 0, with the API server) creates the objects
+# and starts the operator as its own child on core 1, so that it can also take the CPU of the
+# operator's exit (wait4's rusage − the CPU clock read just before SIGTERM).
+daemons_run() {  # MODE OBJECTS OPERATOR_SOURCE [more daemons_load options]: one operator lifetime
+    "${PIN_CORE0[@]}" "$DAEMONS_LOAD" run --mode "$1" --objects "$2" --operator "$3" "${@:4}" \
+        --url "$SERVER_URL" --server-pid "$SERVER_PID" --kopf "$KOPF" --kubeconfig "$WORK/kubeconfig" \
+        --log "$WORK/operator.log" --records "$WORK/records.txt" --settle "$WORKER_IDLE_TIMEOUT" \
+        "${OPERATOR_CPU[@]}"
+}
+daemons_create() {  # OBJECTS LABEL
+    "${PIN_CORE0[@]}" "$DAEMONS_LOAD" create --url "$SERVER_URL" --objects "$1" --label "$2" --spec-bytes 200
+}
+per_object_bytes() {  # KB_AT_N KB_AT_0 N
+    echo $(( ($1 - $2) * 1024 / $3 ))
+}
+daemons_figures() {
+    local n out rss0 rss_plain rss_daemons cpu_plain cpu_daemons exit_plain exit_daemons object_bytes
+    for n in "${DAEMON_SIZE_LIST[@]}"; do
+        # The same operator and objects, but labelled so that the daemon's filter excludes them:
+        # the per-object baseline, and the idle RSS at 0 objects first.
+        start_server
+        "$OPERATOR_LOAD" crd --url "$SERVER_URL"
+        out=$(daemons_run idle 0 "$DAEMONS_OPERATOR_SOURCE"); echo "$out"
+        rss0=$(field "$out" 'idle: operator RSS ([0-9]+) kB')
+        out=$(daemons_create "$n" bench-daemon=off); echo "$out"
+        out=$(daemons_run plain "$n" "$DAEMONS_OPERATOR_SOURCE"); echo "$out"
+        rss_plain=$(field "$out" 'plain: .* RSS ([0-9]+) kB')
+        cpu_plain=$(field "$out" 'plain: .* \(CPU ([0-9.]+) s\)')
+        exit_plain=$(field "$out" 'exit: operator CPU ([0-9.]+) ms')
+        stop_process "$SERVER_PID"
+
+        start_server
+        "$OPERATOR_LOAD" crd --url "$SERVER_URL"
+        out=$(daemons_create "$n" bench-daemon=on); echo "$out"
+        out=$(daemons_run daemons "$n" "$DAEMONS_OPERATOR_SOURCE"); echo "$out"
+        rss_daemons=$(field "$out" 'daemons: .* RSS ([0-9]+) kB')
+        cpu_daemons=$(field "$out" 'daemons: .* \(CPU ([0-9.]+) s\)')
+        exit_daemons=$(field "$out" 'exit: operator CPU ([0-9.]+) ms')
+        object_bytes=$("$OPERATOR_LOAD" size --url "$SERVER_URL")
+        stop_process "$SERVER_PID"
+
+        record "daemons operator: idle RSS, 0 objects" "$((rss0 / 1024))" "MB"
+        record "daemons ${n}: RSS per object without a daemon (filtered out by label), beyond RSS at 0" \
+            "$(per_object_bytes "$rss_plain" "$rss0" "$n")" "B"
+        record "daemons ${n}: RSS per object with one coroutine daemon, beyond RSS at 0" \
+            "$(per_object_bytes "$rss_daemons" "$rss0" "$n")" "B"
+        record "daemons ${n}: RSS per daemon (with − without)" \
+            "$(per_object_bytes "$rss_daemons" "$rss_plain" "$n")" "B"
+        record "daemons ${n}: one object's JSON as the API server stores it" "$object_bytes" "B"
+        record "daemons ${n}: all daemons running, after the operator's start" \
+            "$(field "$out" 'the last ([0-9.]+) s after')" "s"
+        record "daemons ${n}: operator CPU from its start until idle, with daemons" "$cpu_daemons" "s"
+        record "daemons ${n}: operator CPU from its start until idle, without daemons" "$cpu_plain" "s"
+        record "daemons ${n}: operator CPU from SIGTERM to exit, with daemons" "$exit_daemons" "ms"
+        record "daemons ${n}: operator CPU from SIGTERM to exit, without daemons" "$exit_plain" "ms"
+        record "daemons ${n}: operator CPU per daemon stopped at exit (with − without)" \
+            "$(awk -v a="$exit_daemons" -v b="$exit_plain" -v n="$n" 'BEGIN { printf "%.1f", (a - b) * 1000 / n }')" "µs"
+        record "daemons ${n}: wall time from SIGTERM to exit, with daemons" \
+            "$(field "$out" 'exit: .* wall ([0-9.]+) s')" "s"
+    done
+
+    # Timers: the server's own patch capacity first (apiserver_load, as in the apiserver group,
+    # with the objects of the same size and one watcher, like the operator's), then the operator.
+    local patch_seconds=10
+    [[ $SMOKE == 1 ]] && patch_seconds=2
+    n=$TIMER_OBJECTS
+    start_server
+    out=$("${PIN_CORE1[@]}" "$APISERVER_LOAD" --url "$SERVER_URL" --objects "$n" --seconds "$patch_seconds" \
+        --connections 4 --watchers 1)
+    echo "$out"
+    record "timers: apiserver merge-patch rate (${n} objects, 4 keep-alive connections, 1 watcher)" \
+        "$(field "$out" 'patch: [0-9]+ merge-patches in [0-9.]+ s = ([0-9]+) requests/s')" "requests/s"
+    stop_process "$SERVER_PID"
+
+    start_server
+    "$OPERATOR_LOAD" crd --url "$SERVER_URL"
+    out=$(daemons_run idle 0 "$TIMERS_OPERATOR_SOURCE"); echo "$out"
+    rss0=$(field "$out" 'idle: operator RSS ([0-9]+) kB')
+    out=$(daemons_create "$n" bench-timer=on); echo "$out"
+    out=$(daemons_run timers "$n" "$TIMERS_OPERATOR_SOURCE" --seconds "$TIMER_SECONDS"); echo "$out"
+    stop_process "$SERVER_PID"
+    record "timers ${n}, 1 s interval: ticks per second (${n} at most)" \
+        "$(field "$out" 'timers: .* = ([0-9]+) ticks/s')" "ticks/s"
+    record "timers ${n}: operator CPU per tick (handler, its patch, the watch event it causes)" \
+        "$(field "$out" 'timers: .* = ([0-9.]+) us per tick')" "µs"
+    record "timers ${n}: API writes per tick" "$(field "$out" 'timers: .* ([0-9.]+) API writes per tick')" "requests"
+    record "timers ${n}: API server CPU while ticking" \
+        "$(field "$out" 'timers-server: .* = ([0-9]+)% of a core')" "% of a core"
+    record "timers ${n}: tick lateness p50" "$(field "$out" 'timers: .* lateness p50 ([0-9.]+) ms')" "ms"
+    record "timers ${n}: tick lateness p99" "$(field "$out" 'timers: .* p99 ([0-9.]+) ms')" "ms"
+    record "timers ${n}: tick lateness max" "$(field "$out" 'timers: .* max ([0-9.]+) ms')" "ms"
+    record "timers ${n}: operator RSS per object with a ticking timer, beyond RSS at 0" \
+        "$(per_object_bytes "$(field "$out" 'timers: .* RSS ([0-9]+) kB')" "$rss0" "$n")" "B"
+    record "timers ${n}: operator's open files (its API connections, mostly) while ticking" \
+        "$(field "$out" 'timers: .* kB, ([0-9]+) open files')" "files"
+    record "timers ${n}: operator CPU from SIGTERM to exit" "$(field "$out" 'exit: operator CPU ([0-9.]+) ms')" "ms"
+}
+
 # --- the suite -----------------------------------------------------------------------------
 IFS=, read -r -a SIZE_LIST <<<"$SIZES"
+IFS=, read -r -a DAEMON_SIZE_LIST <<<"$DAEMON_SIZES"
 LAST_WRITES_PER_OBJECT=2
 for run in $(seq "$RUNS"); do
     echo "=== run $run of $RUNS"
@@ -446,6 +563,7 @@ for run in $(seq "$RUNS"); do
     fi
     if wanted micro; then micro_figures; fi
     if wanted client; then client_figures; fi
+    if wanted daemons; then daemons_figures; fi
 done
 
 # Medians per figure, in the order first measured.

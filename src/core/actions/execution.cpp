@@ -146,17 +146,17 @@ Task<void> execute_subhandlers(InvocationEnv& env, HandlerScope& scope,
     if (!state.done()) throw HandlerChildrenRetry(state.delay(env.now()).value_or(0.0));
 }
 
-Task<Outcome> execute_handler_once(InvocationEnv& env, const ChangingHandler& handler,
-                                   const HandlerState& state) {
+// What a failed attempt leads to, by the kind of its error, with Kopf's log line. A plain
+// function: the many locals of these cases would otherwise sit in every suspended coroutine
+// frame (a daemon's lives as long as the daemon).
+Outcome outcome_of_failure(InvocationEnv& env, const ChangingHandler& handler,
+                           const HandlerState& state, const std::string& name, double runtime,
+                           std::exception_ptr error, std::set<std::string> subrefs) {
     const auto errors_mode = handler.options.errors.value_or(ErrorsMode::TEMPORARY);
     const double backoff = handler.options.backoff.value_or(env.settings.execution.default_backoff);
     const auto& timeout = handler.options.timeout;
     const auto& retries = handler.options.retries;
     Logger& logger = env.logger;
-    const std::string name = describe(env.kind, handler.id);
-    std::set<std::string> subrefs;
-    HandlerScope scope{handler.id, handler.field_needs_change, {}};
-    const double runtime = state.runtime(env.now()).count();
 
     auto final_failure = [&](const std::string& msg) {
         Outcome o;
@@ -166,71 +166,50 @@ Task<Outcome> execute_handler_once(InvocationEnv& env, const ChangingHandler& ha
         o.subrefs = subrefs;
         return o;
     };
+    auto retry_after = [&](std::optional<double> delay, std::string message) {
+        Outcome o;
+        o.final = false;
+        o.failed = true;
+        o.delay = delay;
+        o.message = std::move(message);
+        o.subrefs = subrefs;
+        return o;
+    };
 
     try {
-        logger.debug("{} is invoked.", name);
-        if (timeout && runtime >= *timeout) {
-            throw HandlerTimeoutError(name + " has timed out after " + format_timedelta(runtime) +
-                                      ".");
-        }
-        if (retries && state.retries >= *retries) {
-            throw HandlerRetriesError(name + " has exceeded " + std::to_string(state.retries) +
-                                      " retries.");
-        }
-        FieldValues field_values;
-        Context ctx = make_context(env, handler, state, &scope, field_values);
-        json result = co_await invoke(handler, ctx);
-        co_await execute_subhandlers(env, scope, subrefs);
-        logger.info("{} succeeded.", name);
-        Outcome o;
-        o.final = true;
-        o.result = std::move(result);
-        o.subrefs = subrefs;
-        co_return o;
+        std::rethrow_exception(error);
     } catch (const CancelledError&) {
         // The expected end of a daemon cancelled by force: its runner stops it for good.
         logger.warning("{} is cancelled. Will escalate.", name);
         throw;
     } catch (const HandlerChildrenRetry& e) {
         logger.debug("{} has unfinished sub-handlers. Will retry soon.", name);
-        Outcome o;
-        o.final = false;
-        o.failed = true;
-        o.delay = e.delay;
-        o.message = "None";  // Kopf stores str() of a message-less HandlerChildrenRetry
-        o.subrefs = subrefs;
-        co_return o;
+        return retry_after(e.delay, "None");  // Kopf stores str() of a message-less retry
     } catch (const HandlerTimeoutError& e) {
         logger.error("{}", e.what());
-        co_return final_failure(e.what());
+        return final_failure(e.what());
     } catch (const HandlerRetriesError& e) {
         logger.error("{}", e.what());
-        co_return final_failure(e.what());
+        return final_failure(e.what());
     } catch (const TemporaryError& e) {
         double lookahead = runtime + e.delay;
         if (timeout && lookahead >= *timeout) {
             auto msg = name + " failed temporarily but will time out after " +
                        format_seconds(*timeout) + " seconds: " + e.what();
             logger.error("{}", msg);
-            co_return final_failure(msg);
+            return final_failure(msg);
         }
         if (retries && state.retries + 1 >= *retries) {
             auto msg = name + " failed temporarily but will exceed " + std::to_string(*retries) +
                        " retries: " + e.what();
             logger.error("{}", msg);
-            co_return final_failure(msg);
+            return final_failure(msg);
         }
         logger.error("{} failed temporarily: {}", name, e.what());
-        Outcome o;
-        o.final = false;
-        o.failed = true;
-        o.delay = e.delay;
-        o.message = e.what();
-        o.subrefs = subrefs;
-        co_return o;
+        return retry_after(e.delay, e.what());
     } catch (const PermanentError& e) {
         logger.error("{} failed permanently: {}", name, e.what());
-        co_return final_failure(e.what());
+        return final_failure(e.what());
     } catch (const std::exception& e) {
         double lookahead = runtime + backoff;
         std::string what = e.what();
@@ -239,34 +218,75 @@ Task<Outcome> execute_handler_once(InvocationEnv& env, const ChangingHandler& ha
             Outcome o;
             o.final = true;
             o.subrefs = subrefs;
-            co_return o;
+            return o;
         }
         if (errors_mode == ErrorsMode::TEMPORARY && timeout && lookahead >= *timeout) {
             auto msg = name + " failed with an exception and will stop now (it would time out in " +
                        format_seconds(*timeout) + " seconds on the next attempt): " + what;
             logger.exception("{}", msg);
-            co_return final_failure(msg);
+            return final_failure(msg);
         }
         if (errors_mode == ErrorsMode::TEMPORARY && retries && state.retries + 1 >= *retries) {
             auto msg = name + " failed with an exception and will stop now (it would exceed " +
                        std::to_string(*retries) + " retries on the next attempt): " + what;
             logger.exception("{}", msg);
-            co_return final_failure(msg);
+            return final_failure(msg);
         }
         if (errors_mode == ErrorsMode::TEMPORARY) {
             logger.exception("{} failed with an exception and will try again in {} seconds: {}",
                              name, format_seconds(backoff), what);
-            Outcome o;
-            o.final = false;
-            o.failed = true;
-            o.delay = backoff;
-            o.message = what;
-            o.subrefs = subrefs;
-            co_return o;
+            return retry_after(backoff, what);
         }
         logger.exception("{} failed with an exception and will stop now: {}", name, what);
-        co_return final_failure(what);
+        return final_failure(what);
     }
+}
+
+// Checks the limits and builds the context before the invocation (a plain function, for the
+// same reason as above); throws the limit's error.
+Context prepare_invocation(InvocationEnv& env, const ChangingHandler& handler,
+                           const HandlerState& state, const std::string& name, double runtime,
+                           HandlerScope& scope, FieldValues& field_values) {
+    env.logger.debug("{} is invoked.", name);
+    const auto& timeout = handler.options.timeout;
+    const auto& retries = handler.options.retries;
+    if (timeout && runtime >= *timeout) {
+        throw HandlerTimeoutError(name + " has timed out after " + format_timedelta(runtime) + ".");
+    }
+    if (retries && state.retries >= *retries) {
+        throw HandlerRetriesError(name + " has exceeded " + std::to_string(state.retries) +
+                                  " retries.");
+    }
+    return make_context(env, handler, state, &scope, field_values);
+}
+
+Task<Outcome> execute_handler_once(InvocationEnv& env, const ChangingHandler& handler,
+                                   const HandlerState& state) {
+    const std::string name = describe(env.kind, handler.id);
+    const double runtime = state.runtime(env.now()).count();
+    std::set<std::string> subrefs;
+    std::exception_ptr error;
+    json result;
+    {
+        HandlerScope scope{handler.id, handler.field_needs_change, {}};
+        FieldValues field_values;
+        try {
+            Context ctx =
+                prepare_invocation(env, handler, state, name, runtime, scope, field_values);
+            result = co_await invoke(handler, ctx);
+            co_await execute_subhandlers(env, scope, subrefs);
+        } catch (...) {
+            error = std::current_exception();
+        }
+    }
+    if (error)
+        co_return outcome_of_failure(env, handler, state, name, runtime, error, std::move(subrefs));
+    env.logger.info("{} succeeded.", name);
+    Outcome o;
+    o.final = true;
+    o.result = std::move(result);
+    o.subrefs = std::move(subrefs);
+    co_return o;
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <cmath>
-#include <deque>
 #include <thread>
 #include <unordered_map>
 
@@ -172,6 +171,21 @@ void refresh_in_place(json& local, const json& latest) {
     ensure_views(local);
 }
 
+// What a merge patch needs of the object: its address and version.
+json address_of(const json& body) {
+    json address = json::object();
+    for (const char* key : {"apiVersion", "kind"}) {
+        if (body.contains(key)) address[key] = body[key];
+    }
+    json& meta = address["metadata"] = json::object();
+    if (const auto m = body.find("metadata"); m != body.end() && m->is_object()) {
+        for (const char* key : {"name", "namespace", "uid", "resourceVersion"}) {
+            if (m->contains(key)) meta[key] = (*m)[key];
+        }
+    }
+    return address;
+}
+
 }  // namespace
 
 // ---- shared state -------------------------------------------------------------------------
@@ -226,7 +240,6 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
           client(this->core->client),
           flag(std::make_shared<StopFlag>(invocable->fn.sync ? StopFlag::Mode::BLOCKING
                                                              : StopFlag::Mode::SUSPENDING)),
-          exited(std::make_shared<StopFlag>(StopFlag::Mode::SUSPENDING)),
           executor(std::make_shared<DaemonExecutor>(
               this->core->loop, this->core->guard, flag,
               this->handler->kind == SpawningHandler::Kind::DAEMON)),
@@ -235,8 +248,14 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
     bool is_daemon() const { return handler->kind == SpawningHandler::Kind::DAEMON; }
     Logger& logger() const { return *memory->logger; }
 
+    // Coroutines read the object's shared views (refreshed in place on the loop, between their
+    // steps); code on threads reads a copy of its own, refreshed at its checkpoints.
+    bool on_threads() const { return flag->mode() == StopFlag::Mode::BLOCKING; }
+    const json& view() const { return on_threads() ? body : memory->live(); }
+
     // The daemon's own flow (its thread or its coroutine): the latest body into its views.
     void refresh_body() {
+        if (!on_threads()) return;
         auto [latest, generation] = memory->body();
         if (!latest || generation == body_generation) return;
         body_generation = generation;
@@ -261,16 +280,17 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
         auto self = shared_from_this();
         kopf::spawn(core->loop, write_outbox(self), [self](std::exception_ptr) {
             self->writing = false;
-            self->written->set(StopReason::DONE);
+            if (self->written) self->written->set(StopReason::DONE);
         });
     }
 
     static Task<void> write_outbox(std::shared_ptr<Daemon> self) {
         while (!self->outbox.empty()) {
             Patch next = std::move(self->outbox.front());
-            self->outbox.pop_front();
-            auto [latest, generation] = self->memory->body();
-            json body = *latest;  // set before any daemon is spawned
+            self->outbox.erase(self->outbox.begin());
+            // A merge patch needs only the object's address; transformations the whole body.
+            const json& live = self->memory->live();
+            json body = next.fns.empty() ? address_of(live) : live;
             try {
                 auto writing = self->core->write(*self->memory->resource, std::move(body),
                                                  std::move(next), self->logger());
@@ -298,15 +318,23 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
     std::shared_ptr<const OperatorSettings> settings;
     Client client;
     std::shared_ptr<StopFlag> flag;
-    std::shared_ptr<StopFlag> exited;  // set when the runner has finished
-    std::shared_ptr<StopFlag> written = std::make_shared<StopFlag>(StopFlag::Mode::SUSPENDING);
+    // Made when first waited on (few daemons are): set when the runner has finished.
+    std::shared_ptr<StopFlag> exited;
+    std::shared_ptr<StopFlag> written;  // while drain() waits for the writer
+    StopFlag& exited_flag() {
+        if (!exited) {
+            exited = std::make_shared<StopFlag>(StopFlag::Mode::SUSPENDING);
+            if (done) exited->set(StopReason::DONE);
+        }
+        return *exited;
+    }
     std::shared_ptr<DaemonExecutor> executor;
     const std::string name;
 
-    json body;  // the views of the daemon's context
+    json body;  // the views of a daemon on threads (see view())
     unsigned long body_generation = 0;
     Patch patch;
-    std::deque<Patch> outbox;
+    std::vector<Patch> outbox;  // few and short-lived (a deque allocates half a KB up front)
     bool writing = false;
     std::optional<double> stop_started;  // the loop's clock when first asked to stop
     bool done = false;
@@ -321,9 +349,10 @@ namespace {
 Task<actions::State> attempt(std::shared_ptr<Daemon> d, actions::State state) {
     d->refresh_body();
     const Resource& resource = *d->memory->resource;
-    const intents::ChangingCause cause{intents::Reason::NOOP, &resource, &d->body, std::nullopt,
+    const json& body = d->view();
+    const intents::ChangingCause cause{intents::Reason::NOOP, &resource, &body, std::nullopt,
                                        std::nullopt,          Diff(),    false};
-    actions::InvocationEnv env{*d->settings, resource,     d->body,
+    actions::InvocationEnv env{*d->settings, resource,     body,
                                d->patch,     d->logger(),  *d->memory->memo,
                                cause,        d->core->now, actions::lifecycles::all_at_once,
                                &d->client};
@@ -425,8 +454,9 @@ void finish(const std::shared_ptr<Daemon>& d, std::exception_ptr error) {
         memory.running.erase(it);
     d->core->live.erase(d.get());
     d->done = true;
+    if (d->on_threads()) --memory.threaded;
     d->flag->set(StopReason::DONE);
-    d->exited->set(StopReason::DONE);
+    if (d->exited) d->exited->set(StopReason::DONE);
     // Stopped for the object's sake: its finalizer or a respawn need not wait for the next poll.
     const bool for_the_object =
         any(reason & (StopReason::RESOURCE_DELETED | StopReason::FILTERS_MISMATCH));
@@ -436,10 +466,13 @@ void finish(const std::shared_ptr<Daemon>& d, std::exception_ptr error) {
 void spawn_daemon(const std::shared_ptr<EngineCore>& core, const EngineCore::Handler& handler,
                   const std::shared_ptr<DaemonsMemory>& memory) {
     auto d = std::make_shared<Daemon>(core, handler, memory);
-    auto [latest, generation] = memory->body();
-    if (latest) d->body = *latest;
-    d->body_generation = generation;
-    ensure_views(d->body);
+    if (d->on_threads()) {
+        ++memory->threaded;
+        auto [latest, generation] = memory->body();
+        if (latest) d->body = *latest;
+        d->body_generation = generation;
+        ensure_views(d->body);
+    }
     std::weak_ptr<Daemon> weak = d;
     d->flag->checkpoint = [weak] {
         if (auto self = weak.lock()) {
@@ -462,7 +495,7 @@ Task<void> wait_for_instant_exit(std::shared_ptr<Daemon> d) {
     const auto& background = d->settings->background;
     if (d->done) co_return;
     if (background.instant_exit_timeout) {
-        co_await sleep_on(*d->exited, d->core->loop, *background.instant_exit_timeout);
+        co_await sleep_on(d->exited_flag(), d->core->loop, *background.instant_exit_timeout);
         co_return;
     }
     for (int i = 0; i < background.instant_exit_zero_time_cycles && !d->done; ++i)
@@ -547,14 +580,15 @@ Task<void> stop_at_exit(std::shared_ptr<Daemon> d) {
     if (backoff) {
         d->flag->set(StopReason::DAEMON_SIGNALLED);
         d->logger().debug("{} is signalled to exit gracefully.", d->name);
-        co_await sleep_on(*d->exited, loop, *backoff);
+        co_await sleep_on(d->exited_flag(), loop, *backoff);
     }
     if (!d->done && timeout) {
         d->logger().debug("{} is signalled to exit by force.", d->name);
         cancel(*d);
-        co_await sleep_on(*d->exited, loop, *timeout);
+        co_await sleep_on(d->exited_flag(), loop, *timeout);
     }
-    if (!d->done && !backoff && !timeout) co_await sleep_on(*d->exited, loop, HUNG_DAEMON_GRACE);
+    if (!d->done && !backoff && !timeout)
+        co_await sleep_on(d->exited_flag(), loop, HUNG_DAEMON_GRACE);
     if (!d->done) abandon(*d);
 }
 
@@ -567,14 +601,18 @@ DaemonsMemory::DaemonsMemory(std::shared_ptr<const Resource> resource, std::shar
     : resource(std::move(resource)), memo(std::move(memo)), logger(std::move(logger)) {}
 
 void DaemonsMemory::set_body(const json& body) {
-    auto fresh = std::make_shared<const json>(body);
+    refresh_in_place(live_, body);
+    // Daemons on threads take their copies from a snapshot of their own.
+    std::shared_ptr<const json> fresh = threaded > 0 ? std::make_shared<const json>(body) : nullptr;
     std::lock_guard lock(mutex_);
     body_ = std::move(fresh);
     ++generation_;
 }
 
-std::pair<std::shared_ptr<const json>, unsigned long> DaemonsMemory::body() const {
+std::pair<std::shared_ptr<const json>, unsigned long> DaemonsMemory::body() {
     std::lock_guard lock(mutex_);
+    // The first daemon on a thread, or one spawned since: the snapshot is made on the loop.
+    if (!body_ && threaded > 0) body_ = std::make_shared<const json>(live_);
     return {body_, generation_};
 }
 

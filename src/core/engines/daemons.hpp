@@ -62,10 +62,14 @@ class DaemonsMemory {
     DaemonsMemory(std::shared_ptr<const Resource> resource, std::shared_ptr<Memo> memo,
                   std::shared_ptr<Logger> logger);
 
-    /// The latest body, seen by the daemons at their next check or run (any thread).
+    /// The latest body (on the loop, every event): coroutine daemons and timers see it at once
+    /// (their views are refreshed in place), daemons on threads at their next check or run.
     void set_body(const json& body);
-    /// The latest body and its generation (increases with every set_body).
-    std::pair<std::shared_ptr<const json>, unsigned long> body() const;
+    /// The latest body for daemons on threads, and its generation (increases with every
+    /// set_body); any thread.
+    std::pair<std::shared_ptr<const json>, unsigned long> body();
+    /// The views that coroutines bind to: the latest body, its nodes kept in place. On the loop.
+    const json& live() const { return live_; }
 
     const std::shared_ptr<const Resource> resource;
     const std::shared_ptr<Memo> memo;
@@ -77,8 +81,10 @@ class DaemonsMemory {
     double idle_reset_time = 0;             ///< on the loop's clock: the last essential change
     std::set<std::string> forever_stopped;  ///< exited on their own: not spawned again
     std::map<std::string, std::shared_ptr<Daemon>> running;  ///< by handler id
+    int threaded = 0;  ///< running daemons whose code runs on threads (they need snapshots)
 
   private:
+    json live_ = json::object();
     mutable std::mutex mutex_;
     std::shared_ptr<const json> body_;
     unsigned long generation_ = 0;

@@ -169,8 +169,8 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             if (found == self->objects.end() || !found->second.memory ||
                 !found->second.memory->daemons)
                 return;
-            auto [body, generation] = found->second.memory->daemons->body();
-            if (body) self->schedule_touch(key, found->second.kind->api, *body, 0);
+            self->schedule_touch(key, found->second.kind->api,
+                                 found->second.memory->daemons->live(), 0);
         };
     }
 
