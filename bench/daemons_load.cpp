@@ -403,8 +403,7 @@ void report_exit(OperatorProcess& op, const Endpoint& endpoint) {
         "exit: operator CPU %.1f ms from SIGTERM to its exit, wall %.3f s, exit status %d, "
         "%ld API writes during the exit\n",
         exit.cpu_seconds * 1e3, exit.wall_seconds, exit.status, rv_after - rv_before);
-    if (exit.status != 0)
-        op.fail("the operator exited with status " + std::to_string(exit.status));
+    if (exit.status != 0) op.fail("the operator exited with status " + std::to_string(exit.status));
 }
 
 int command_run(const Options& options) {

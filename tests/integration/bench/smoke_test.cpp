@@ -36,7 +36,7 @@ std::vector<std::string> missing_tools() {
     std::vector<std::string> missing;
     for (const char* tool :
          {"bin/kopf", "bench/operator_load", "bench/apiserver_load", "bench/micro_bench",
-          "bench/client_load", "bench/handler_client_load"}) {
+          "bench/client_load", "bench/handler_client_load", "bench/daemons_load"}) {
         if (!std::filesystem::exists(std::filesystem::path(KOPF_BINARY_DIR) / tool))
             missing.push_back(tool);
     }
@@ -99,6 +99,12 @@ TEST(BenchSmoke, SmokeRunCompletesAndPrintsEveryFigure) {
              "CPU per request",
              "figure: client from async handlers (kopf::Api), get, one at a time: client CPU",
              "figure: client from async handlers (kopf::Api), merge-patch, one at a time: rate",
+             "figure: daemons 200: RSS per daemon (with − without)",
+             "figure: daemons 200: all daemons running, after the operator's start",
+             "figure: daemons 200: operator CPU per daemon stopped at exit",
+             "figure: timers 200, 1 s interval: ticks per second",
+             "figure: timers 200: operator CPU per tick",
+             "figure: timers 200: tick lateness p99",
          }) {
         EXPECT_NE(run.output.find(figure), std::string::npos) << "missing line: " << figure;
     }
