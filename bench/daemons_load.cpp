@@ -230,6 +230,9 @@ class OperatorProcess {
         ::setenv("KOPF_BENCH_EXPECTED", std::to_string(expected).c_str(), 1);
         const pid_t parent = ::getpid();
         std::fflush(nullptr);
+        // Emptied before the fork: wait_serving() must not find the previous operator's lines
+        // (it did, and a first start still compiling its plugin was taken for idle).
+        { std::ofstream truncate(log_, std::ios::trunc); }
         started_ = Clock::now();
         started_us_ = wall_microseconds();
         pid_ = ::fork();
