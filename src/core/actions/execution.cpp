@@ -91,7 +91,7 @@ Context make_context(InvocationEnv& env, const ChangingHandler& handler, const H
         .memo = env.memo,
         .resource = env.resource,
         .settings = env.settings,
-        .reason = env.spawning ? std::string() : intents::to_string(env.cause.reason),
+        .reason = env.spawning() ? std::string() : intents::to_string(env.cause.reason),
         .old = *old,
         .new_ = *new_,
         .diff = *diff,
@@ -101,7 +101,7 @@ Context make_context(InvocationEnv& env, const ChangingHandler& handler, const H
         .param = handler.options.param,
         .type = "",
         .event = json(),
-        .scope = env.spawning ? nullptr : scope,
+        .scope = env.spawning() ? nullptr : scope,
         .client = env.client,
         .stopped = env.stopped,
     };

@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/actions/lifecycles.hpp"
@@ -50,7 +51,7 @@ struct InvocationEnv {
     /// no sub-handlers.
     const char* kind = "Handler";
     DaemonStopped stopped{};
-    bool spawning = false;
+    bool spawning() const { return std::string_view(kind) != "Handler"; }
 };
 
 /// Run the planned handlers once each; returns their outcomes by id.

@@ -357,7 +357,6 @@ Task<actions::State> attempt(std::shared_ptr<Daemon> d, actions::State state) {
                                cause,        d->core->now, actions::lifecycles::all_at_once,
                                &d->client};
     env.kind = d->is_daemon() ? "Daemon" : "Timer";
-    env.spawning = true;
     env.stopped = DaemonStopped(d->flag);
     const std::vector<const ChangingHandler*> handlers{d->invocable.get()};
     auto outcomes = co_await actions::execute_handlers_once(env, handlers, state);
@@ -630,6 +629,13 @@ DaemonsEngine::~DaemonsEngine() {
 bool DaemonsEngine::has_handlers(const Resource& resource) const {
     for (const auto& h : core_->handlers) {
         if (h.spawning->selector.check(resource)) return true;
+    }
+    return false;
+}
+
+bool DaemonsEngine::has_idle_timers(const Resource& resource) const {
+    for (const auto& h : core_->handlers) {
+        if (h.spawning->idle && h.spawning->selector.check(resource)) return true;
     }
     return false;
 }

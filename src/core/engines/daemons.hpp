@@ -99,6 +99,8 @@ class DaemonsEngine {
     DaemonsEngine& operator=(const DaemonsEngine&) = delete;
 
     bool has_handlers(const Resource& resource) const;
+    /// Whether a timer of the resource idles: only then do essential changes matter here.
+    bool has_idle_timers(const Resource& resource) const;
     /// The memory of an object first processed now (idle countdown starting now).
     std::shared_ptr<DaemonsMemory> remember(const Resource& resource, std::shared_ptr<Memo> memo,
                                             std::shared_ptr<Logger> logger) const;

@@ -242,7 +242,9 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
     auto extra_fields = intents::get_extra_fields(env.registry, resource);
     const auto& progress = *settings.persistence.progress_storage;
     const auto& diffbase = *settings.persistence.diffbase_storage;
-    if (has_changing || has_spawning) {
+    // The essence and its diff serve the changing handlers and the idling of timers only: an
+    // object with daemons or plain timers alone skips them on every event.
+    if (has_changing || (has_spawning && env.daemons->has_idle_timers(resource))) {
         std::optional<json> old = diffbase.fetch(body);
         std::optional<json> new_ = diffbase.build(body, extra_fields);
         if (old) old = progress.clear(std::move(*old));

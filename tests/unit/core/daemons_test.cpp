@@ -115,6 +115,52 @@ TEST(DaemonTiming, DaemonStartsAfterItsInitialDelayAndSpawnsOnce) {
     EXPECT_EQ(bed.engine->running(), 1u);
 }
 
+// A body as users have them: Kopf's own annotations, labels, a deeply nested spec.
+json rich_body(const std::string& leaf) {
+    json body = example_body();
+    body["metadata"]["annotations"]["kopf.zalando.org/last-handled-configuration"] =
+        R"({"spec":{"field":"value"}})";
+    body["metadata"]["finalizers"] = json::array({FINALIZER});
+    json* level = &body["spec"]["deep"];
+    for (int i = 0; i < 64; ++i) level = &(*level)["level"];
+    *level = leaf;
+    return body;
+}
+
+std::string deepest(const json& spec) {
+    const json* level = &spec["deep"];
+    for (int i = 0; i < 64; ++i) level = &(*level)["level"];
+    return level->get<std::string>();
+}
+
+TEST(DaemonTiming, CoroutineDaemonViewsFollowTheObjectAndStayValidAcrossItsWaits) {
+    DaemonsBed bed;
+    bed.body = rich_body("first");
+    auto seen = std::make_shared<std::vector<json>>();  // heap state, as users' closures hold
+    on::daemon d(bed.registry, "kopfexamples", {.id = "d"}, [seen](Context& ctx) -> Task<void> {
+        const json& spec = ctx.spec;  // a view, kept across the waits
+        const json& annotations = ctx.annotations;
+        while (!ctx.stopped) {
+            seen->push_back({deepest(spec), ctx.labels.value("somelabel", ""),
+                             annotations.value("kopf.zalando.org/last-handled-"
+                                               "configuration",
+                                               "")});
+            co_await kopf::sleep(1);
+        }
+    });
+    bed.start();
+    bed.event("");
+    bed.run_until(0.5);
+    bed.body = rich_body("second");
+    bed.body["metadata"]["labels"]["somelabel"] = "changed";
+    bed.body["metadata"]["annotations"].erase("kopf.zalando.org/last-handled-configuration");
+    bed.event();
+    bed.run_until(1.5);
+    ASSERT_EQ(seen->size(), 2u);
+    EXPECT_EQ((*seen)[0], json({"first", "somevalue", R"({"spec":{"field":"value"}})"}));
+    EXPECT_EQ((*seen)[1], json({"second", "changed", ""}));
+}
+
 TEST(DaemonTiming, PlainTimerCountsItsIntervalFromTheEndOfEachRun) {
     DaemonsBed bed;
     Times times;
@@ -161,8 +207,9 @@ TEST(DaemonTiming, IdleTimerWaitsForNoEssentialChangeAndAnyChangeRestartsTheCoun
     bed.run_until(9.5);
     EXPECT_EQ(times.at, (std::vector<double>{7, 8, 9}));
     bed.body["status"]["whatever"] = 1;
-    bed.event();  // not essential (status): the diff base is unchanged... but no diff base
-                  // is stored without changing handlers, so every event counts, as in Kopf
+    // Only a status change; but without changing handlers no diff base is kept, so every event
+    // restarts the countdown (as in Kopf).
+    bed.event();
     bed.run_until(20);
     EXPECT_EQ(times.at.size(), 3u + 6u);
     EXPECT_DOUBLE_EQ(times.at[3], 14.5);
