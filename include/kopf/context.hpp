@@ -4,6 +4,7 @@
 #include <chrono>
 #include <kopf/api.hpp>
 #include <kopf/diff.hpp>
+#include <kopf/index.hpp>
 #include <kopf/json.hpp>
 #include <kopf/logger.hpp>
 #include <kopf/memo.hpp>
@@ -66,10 +67,20 @@ struct Context {
     const Client* client = nullptr;  ///< the operator's API client (see api())
     /// Daemons and timers: the stop flag (kopf/stopped.hpp); never set in other handlers.
     DaemonStopped stopped{};
+    Indices indices{};  ///< the operator's in-memory indices (kopf/index.hpp)
 
     /// The Kubernetes API of one resource with the operator's credentials (kopf/api.hpp):
     /// `co_await ctx.api("configmaps", ctx.namespace_).create(body)`.
     Api api(Selector resource, std::string namespace_ = "") const;
+
+    /// The index made by the index handler with this id (Kopf's index kwargs); throws
+    /// std::out_of_range naming the known indices.
+    Index index(const std::string& name) const { return indices.get(name); }
+    /// The same, its values read as T: `ctx.index<bool>("is_running").get(key)`.
+    template <class T>
+    TypedIndex<T> index(const std::string& name) const {
+        return TypedIndex<T>(indices.get(name));
+    }
 
     /// The memo as a custom memo type (see kopf::Memo).
     template <class M>

@@ -44,6 +44,64 @@ void register_timer(Registry& registry, Selector selector, TimerOptions options,
                     std::string default_id);
 void add_subhandler(Context& ctx, HandlerOptions options, Callable fn, std::string default_id);
 
+/// An index handler callable: synchronous or a coroutine.
+struct IndexCallable {
+    std::function<IndexEntries(Context&)> sync;
+    std::function<Task<IndexEntries>(Context&)> async;
+};
+void register_index(Registry& registry, Selector selector, IndexOptions options, IndexCallable fn,
+                    std::string default_id);
+void register_probe(Registry& registry, ActivityOptions options,
+                    std::function<Task<json>(ActivityContext&)> fn, std::string default_id);
+
+/// Adapt `json/IndexEntries/T(Context&)` and `Task<json>/Task<IndexEntries>(Context&)`;
+/// std::optional results: empty = nothing to index.
+template <class F>
+IndexCallable make_index_callable(F fn) {
+    using R = std::invoke_result_t<F&, Context&>;
+    IndexCallable c;
+    if constexpr (std::is_same_v<R, Task<IndexEntries>>) {
+        c.async = std::move(fn);
+    } else if constexpr (std::is_same_v<R, Task<json>>) {
+        c.async = [fn = std::move(fn)](Context& ctx) -> Task<IndexEntries> {
+            json result = co_await fn(ctx);
+            co_return IndexEntries(std::move(result));
+        };
+    } else if constexpr (std::is_same_v<R, IndexEntries>) {
+        c.sync = std::move(fn);
+    } else {
+        static_assert(!std::is_void_v<R>, "An index handler returns what goes into the index.");
+        c.sync = [fn = std::move(fn)](Context& ctx) -> IndexEntries {
+            auto result = fn(ctx);
+            if constexpr (requires {
+                              result.has_value();
+                              *result;
+                          }) {
+                if (!result.has_value()) return IndexEntries();
+                return IndexEntries(json(std::move(*result)));
+            } else {
+                return IndexEntries(json(std::move(result)));
+            }
+        };
+    }
+    return c;
+}
+
+/// Adapt a probe: `json/T(ActivityContext&)` (on the worker pool) or `Task<json>` (loop).
+template <class F>
+std::function<Task<json>(ActivityContext&)> make_probe_callable(F fn) {
+    using R = std::invoke_result_t<F&, ActivityContext&>;
+    if constexpr (std::is_same_v<R, Task<json>>) {
+        return fn;
+    } else {
+        static_assert(!std::is_void_v<R>, "A probe returns what the liveness endpoint reports.");
+        return [fn = std::move(fn)](ActivityContext& ctx) -> Task<json> {
+            auto call = [&fn, &ctx] { return json(fn(ctx)); };
+            co_return co_await kopf::run_blocking(std::move(call));
+        };
+    }
+}
+
 template <ChangingKind K>
 struct ChangingRegistration {
     template <class F>
@@ -128,6 +186,59 @@ using daemon = detail::SpawningRegistration<DaemonOptions, detail::register_daem
 ///     kopf::json ping(kopf::Context& ctx) { return ctx.spec["field"]; }
 ///     KOPF_TIMER(ping, "kopfexamples", {.interval = 10, .idle = 60});
 using timer = detail::SpawningRegistration<TimerOptions, detail::register_timer>;
+
+/// An index handler: what it returns for each object of the resource goes into the index named
+/// by its id (kopf/index.hpp), before any other handler sees the object's event. No handler of
+/// any resource runs until the indexed resources are listed and indexed.
+///
+///     kopf::json by_namespace(kopf::Context& ctx) { return {{ctx.namespace_, ctx.name}}; }
+///     KOPF_INDEX(by_namespace, "pods");
+struct index {
+    template <class F>
+    index(Registry& r, Selector s, IndexOptions o, F fn,
+          std::source_location loc = std::source_location::current()) {
+        detail::register_index(r, std::move(s), std::move(o),
+                               detail::make_index_callable(std::move(fn)),
+                               detail::location_id(loc));
+    }
+    template <class F>
+    index(Selector s, IndexOptions o, F fn,
+          std::source_location loc = std::source_location::current())
+        : index(Registry::default_registry(), std::move(s), std::move(o), std::move(fn), loc) {}
+    template <class F>
+    index(Selector s, F fn, std::source_location loc = std::source_location::current())
+        : index(Registry::default_registry(), std::move(s), IndexOptions{}, std::move(fn), loc) {}
+    template <class F>
+    index(detail::Named n, Selector s, IndexOptions o, F fn) {
+        detail::register_index(Registry::default_registry(), std::move(s), std::move(o),
+                               detail::make_index_callable(std::move(fn)), n.name);
+    }
+    template <class F>
+    index(detail::Named n, Selector s, F fn)
+        : index(n, std::move(s), IndexOptions{}, std::move(fn)) {}
+};
+
+/// A probe handler: its result is reported under its id by the liveness endpoint
+/// (`kopf run --liveness`), cached for 10 seconds.
+///
+///     kopf::json pod_count(kopf::ActivityContext& ctx) { return ctx.index("pods").size(); }
+///     KOPF_ON_PROBE(pod_count, {});
+struct probe {
+    template <class F>
+    probe(Registry& r, ActivityOptions o, F fn,
+          std::source_location loc = std::source_location::current()) {
+        detail::register_probe(r, std::move(o), detail::make_probe_callable(std::move(fn)),
+                               detail::location_id(loc));
+    }
+    template <class F>
+    probe(ActivityOptions o, F fn, std::source_location loc = std::source_location::current())
+        : probe(Registry::default_registry(), std::move(o), std::move(fn), loc) {}
+    template <class F>
+    probe(detail::Named n, ActivityOptions o, F fn) {
+        detail::register_probe(Registry::default_registry(), std::move(o),
+                               detail::make_probe_callable(std::move(fn)), n.name);
+    }
+};
 
 /// Creation of an object (no diff base yet).
 using create = detail::ChangingRegistration<detail::ChangingKind::CREATE>;
@@ -246,9 +357,10 @@ struct login {
 
 }  // namespace on
 
-/// Kopf's `@kopf.daemon` and `@kopf.timer` spellings.
+/// Kopf's `@kopf.daemon`, `@kopf.timer` and `@kopf.index` spellings.
 using daemon = on::daemon;
 using timer = on::timer;
+using index = on::index;
 
 /// Declare a sub-handler of the running handler (id "<parent>/<id>"); it runs after the parent
 /// returns, with its own progress and retries; the parent finishes when all children do.
@@ -306,4 +418,10 @@ inline void execute(
 #define KOPF_TIMER(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::timer, fn, __VA_ARGS__)
 #define KOPF_ON_DAEMON(fn, ...) KOPF_DAEMON(fn, __VA_ARGS__)
 #define KOPF_ON_TIMER(fn, ...) KOPF_TIMER(fn, __VA_ARGS__)
+/// `KOPF_INDEX(fn, "pods");` — the index is named "fn" (or by `.id`).
+#define KOPF_INDEX(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::index, fn, __VA_ARGS__)
+#define KOPF_ON_INDEX(fn, ...) KOPF_INDEX(fn, __VA_ARGS__)
+/// `KOPF_ON_PROBE(fn, {});` — reported under "fn" (or `.id`) by the liveness endpoint.
+#define KOPF_ON_PROBE(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::probe, fn, __VA_ARGS__)
+#define KOPF_PROBE(fn, ...) KOPF_ON_PROBE(fn, __VA_ARGS__)
 #define KOPF_ON_LOGIN(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::login, fn, __VA_ARGS__)

@@ -6,6 +6,7 @@
 #include <kopf/context.hpp>
 #include <kopf/errors.hpp>
 #include <kopf/filters.hpp>
+#include <kopf/index.hpp>
 #include <kopf/json.hpp>
 #include <kopf/resource.hpp>
 #include <kopf/stopped.hpp>
@@ -147,6 +148,34 @@ struct TimerOptions {
     ValueFilter value{};
 };
 
+/// Options of `kopf::on::index`, in the order of Kopf's decorator arguments. Errors are ignored
+/// by default (logged; the object's previous entries stay until the handler succeeds).
+struct IndexOptions {
+    std::string id{};  ///< the index's name; default: the function name
+    json param{};
+    std::optional<ErrorsMode> errors{};  ///< default: IGNORED
+    std::optional<Seconds> timeout{};
+    std::optional<int> retries{};
+    std::optional<Seconds> backoff{};  ///< TEMPORARY errors: retried after it
+    MetaFilter labels{};
+    MetaFilter annotations{};
+    WhenFilter when{};
+    std::string field{};
+    ValueFilter value{};
+};
+
+/// An index handler: synchronous ones run on the event loop as events arrive (keep them
+/// quick: no blocking calls), coroutines on the loop too.
+struct IndexingHandler {
+    std::string id{};
+    std::function<IndexEntries(Context&)> sync;
+    std::function<Task<IndexEntries>(Context&)> async;
+    Selector selector{};
+    std::vector<std::string> field{};  ///< parsed `field`
+    /// The options shared with other handlers (id, param, errors, retries, filters).
+    HandlerOptions options{};
+};
+
 /// A daemon or a timer: spawned per object while its filters match.
 struct SpawningHandler {
     enum class Kind { DAEMON, TIMER };
@@ -181,6 +210,15 @@ struct ActivityContext {
     std::chrono::duration<double> runtime{};
     json param{};
     const Client* client = nullptr;  ///< the operator's API client, after login (see api())
+    Indices indices{};               ///< the operator's in-memory indices (kopf/index.hpp)
+
+    /// The index made by the index handler with this id; throws std::out_of_range naming the
+    /// known indices.
+    Index index(const std::string& name) const { return indices.get(name); }
+    template <class T>
+    TypedIndex<T> index(const std::string& name) const {
+        return TypedIndex<T>(indices.get(name));
+    }
 
     /// The Kubernetes API of one resource (kopf/api.hpp); in cleanup handlers, not in startup
     /// or login handlers, which run before the operator has logged in.
@@ -195,6 +233,8 @@ struct ActivityHandler {
     std::function<Task<void>(ActivityContext&)> fn;  ///< startup, cleanup
     /// login: returns credentials, or nullopt to let the next login handler try.
     std::function<std::shared_ptr<ConnectionInfo>(ActivityContext&)> login;
+    /// probe: its result is reported under its id by the liveness endpoint.
+    std::function<Task<json>(ActivityContext&)> probe;
 };
 
 /// All handlers of one operator.
@@ -204,11 +244,13 @@ class Registry {
     std::vector<WatchingHandler> watching;
     std::vector<ActivityHandler> activities;
     std::vector<SpawningHandler> spawning;  ///< daemons and timers
+    std::vector<IndexingHandler> indexing;
 
     void append(ChangingHandler h);
     void append(SpawningHandler h);
     void append(WatchingHandler h);
     void append(ActivityHandler h);
+    void append(IndexingHandler h);
     /// Whether any changing/watching handler is declared for this resource.
     bool has_handlers(const Resource& resource) const;
     /// The selectors of all resource handlers (for the runtime to resolve and watch).

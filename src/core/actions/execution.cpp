@@ -104,6 +104,7 @@ Context make_context(InvocationEnv& env, const ChangingHandler& handler, const H
         .scope = env.spawning() ? nullptr : scope,
         .client = env.client,
         .stopped = env.stopped,
+        .indices = env.indices,
     };
 }
 
@@ -149,14 +150,16 @@ Task<void> execute_subhandlers(InvocationEnv& env, HandlerScope& scope,
 // What a failed attempt leads to, by the kind of its error, with Kopf's log line. A plain
 // function: the many locals of these cases would otherwise sit in every suspended coroutine
 // frame (a daemon's lives as long as the daemon).
-Outcome outcome_of_failure(InvocationEnv& env, const ChangingHandler& handler,
-                           const HandlerState& state, const std::string& name, double runtime,
-                           std::exception_ptr error, std::set<std::string> subrefs) {
-    const auto errors_mode = handler.options.errors.value_or(ErrorsMode::TEMPORARY);
-    const double backoff = handler.options.backoff.value_or(env.settings.execution.default_backoff);
-    const auto& timeout = handler.options.timeout;
-    const auto& retries = handler.options.retries;
-    Logger& logger = env.logger;
+}  // namespace
+
+Outcome outcome_of_failure(const OperatorSettings& settings, Logger& logger,
+                           const HandlerOptions& options, const HandlerState& state,
+                           const std::string& name, double runtime, std::exception_ptr error,
+                           std::set<std::string> subrefs) {
+    const auto errors_mode = options.errors.value_or(ErrorsMode::TEMPORARY);
+    const double backoff = options.backoff.value_or(settings.execution.default_backoff);
+    const auto& timeout = options.timeout;
+    const auto& retries = options.retries;
 
     auto final_failure = [&](const std::string& msg) {
         Outcome o;
@@ -242,6 +245,8 @@ Outcome outcome_of_failure(InvocationEnv& env, const ChangingHandler& handler,
     }
 }
 
+namespace {
+
 // Checks the limits and builds the context before the invocation (a plain function, for the
 // same reason as above); throws the limit's error.
 Context prepare_invocation(InvocationEnv& env, const ChangingHandler& handler,
@@ -280,7 +285,8 @@ Task<Outcome> execute_handler_once(InvocationEnv& env, const ChangingHandler& ha
         }
     }
     if (error)
-        co_return outcome_of_failure(env, handler, state, name, runtime, error, std::move(subrefs));
+        co_return outcome_of_failure(env.settings, env.logger, handler.options, state, name,
+                                     runtime, error, std::move(subrefs));
     env.logger.info("{} succeeded.", name);
     Outcome o;
     o.final = true;

@@ -51,12 +51,20 @@ struct InvocationEnv {
     /// no sub-handlers.
     const char* kind = "Handler";
     DaemonStopped stopped{};
+    Indices indices{};  ///< for ctx.index()
     bool spawning() const { return std::string_view(kind) != "Handler"; }
 };
 
 /// Run the planned handlers once each; returns their outcomes by id.
 Task<std::map<std::string, Outcome>> execute_handlers_once(
     InvocationEnv& env, const std::vector<const ChangingHandler*>& handlers, const State& state);
+
+/// What a failed attempt leads to, by the kind of its error (retry, final failure, ignored),
+/// with Kopf's log line; rethrows kopf::CancelledError.
+Outcome outcome_of_failure(const OperatorSettings& settings, Logger& logger,
+                           const HandlerOptions& options, const HandlerState& state,
+                           const std::string& name, double runtime, std::exception_ptr error,
+                           std::set<std::string> subrefs = {});
 
 /// Results of successful handlers to status.<id>: mappings merged, other values replaced.
 void deliver_results(const std::map<std::string, Outcome>& outcomes, Patch& patch);

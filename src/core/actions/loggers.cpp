@@ -49,3 +49,28 @@ std::shared_ptr<Logger> make_object_logger(const json& body) {
 }
 
 }  // namespace kopf::reactor
+
+namespace kopf::runtime {
+
+void NamedLogger::log(LogLevel level, std::string_view message) {
+    auto target = logger(name_);
+    switch (level) {
+        case LogLevel::DEBUG:
+            target->debug("{}", message);
+            break;
+        case LogLevel::INFO:
+            target->info("{}", message);
+            break;
+        case LogLevel::WARNING:
+            target->warn("{}", message);
+            break;
+        case LogLevel::ERROR:
+            target->error("{}", message);
+            break;
+        case LogLevel::CRITICAL:
+            target->critical("{}", message);
+            break;
+    }
+}
+
+}  // namespace kopf::runtime

@@ -88,6 +88,16 @@ void log_object(spdlog::level::level_enum level, const ObjectRef& ref, std::stri
 // Whether an object log record of this level would be written or handed to the hook of `hooks`.
 bool object_logging_enabled(spdlog::level::level_enum level, const ObjectLogHooks& hooks);
 
+// A kopf::Logger that writes to the named spdlog logger (activities and framework messages).
+class NamedLogger final : public kopf::Logger {
+  public:
+    explicit NamedLogger(std::string name) : name_(std::move(name)) {}
+    void log(LogLevel level, std::string_view message) override;
+
+  private:
+    std::string name_;
+};
+
 // The spdlog logger with the given dotted name (e.g. "kopf.activities"), created on first use.
 std::shared_ptr<spdlog::logger> logger(const std::string& name);
 

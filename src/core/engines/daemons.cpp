@@ -197,7 +197,8 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
           settings(std::move(env.settings)),
           client(std::move(env.client)),
           write(std::move(env.write)),
-          now(std::move(env.now)) {
+          now(std::move(env.now)),
+          indices(std::move(env.indices)) {
         for (const auto& h : registered) {
             auto spawning = std::make_shared<const SpawningHandler>(h);
             ChangingHandler changing;
@@ -222,6 +223,7 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
     Client client;
     PatchWriter write;
     std::function<actions::TimePoint()> now;
+    Indices indices;
     std::vector<Handler> handlers;
     std::unordered_map<const Daemon*, std::shared_ptr<Daemon>> live;
     std::size_t abandoned = 0;
@@ -358,6 +360,7 @@ Task<actions::State> attempt(std::shared_ptr<Daemon> d, actions::State state) {
                                &d->client};
     env.kind = d->is_daemon() ? "Daemon" : "Timer";
     env.stopped = DaemonStopped(d->flag);
+    env.indices = d->core->indices;
     const std::vector<const ChangingHandler*> handlers{d->invocable.get()};
     auto outcomes = co_await actions::execute_handlers_once(env, handlers, state);
     state = state.with_outcomes(outcomes, d->core->now());

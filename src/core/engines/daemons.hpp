@@ -53,6 +53,7 @@ struct DaemonsEnv {
     PatchWriter write;
     /// The wall clock of the handlers' progress (retries, timeouts); tests substitute it.
     std::function<actions::TimePoint()> now = [] { return actions::Clock::now(); };
+    Indices indices{};  ///< for ctx.index()
 };
 
 /// What the engine remembers of one object (Kopf's DaemonsMemory), shared with the object's

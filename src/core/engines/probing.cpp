@@ -7,10 +7,14 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/url/parse.hpp>
+#include <kopf/registry.hpp>
+#include <kopf/settings.hpp>
 #include <stdexcept>
 
 #include "core/actions/logging.hpp"
@@ -21,9 +25,125 @@ using asio::ip::tcp;
 
 namespace kopf::runtime {
 
+struct Probes::State : std::enable_shared_from_this<Probes::State> {
+    State(Executor& loop, const Registry& registry, OperatorSettings& settings, Memo& memo,
+          Indices indices, double max_age)
+        : loop(loop),
+          registry(registry),
+          settings(settings),
+          memo(memo),
+          indices(std::move(indices)),
+          max_age(max_age) {}
+
+    Executor& loop;
+    const Registry& registry;
+    OperatorSettings& settings;
+    Memo& memo;
+    Indices indices;
+    double max_age;
+    std::optional<double> collected_at;
+    Report cached;
+    bool running = false;
+    std::vector<std::function<void(const Report&)>> waiting;
+
+    // Runs every probe handler once, in registration order (Kopf's all-at-once activity).
+    static Task<Report> run(std::shared_ptr<State> self) {
+        NamedLogger log("kopf.activities.probe");
+        Report report;
+        for (const auto& handler : self->registry.activities) {
+            if (handler.activity != "probe" || !handler.probe) continue;
+            const auto started = std::chrono::system_clock::now();
+            ActivityContext ctx{self->settings,
+                                self->memo,
+                                log,
+                                "probe",
+                                0,
+                                started,
+                                std::chrono::duration<double>(0),
+                                handler.options.param};
+            ctx.indices = self->indices;
+            std::optional<std::string> failure;
+            try {
+                json result = co_await handler.probe(ctx);
+                report.results[handler.id] = std::move(result);
+            } catch (const std::exception& e) {
+                failure = e.what();
+            }
+            if (failure) {
+                if (handler.options.errors == ErrorsMode::IGNORED) {
+                    log.error(fmt::format("Probe '{}' failed with an exception. Will ignore. {}",
+                                          handler.id, *failure));
+                    continue;
+                }
+                report.failure = fmt::format("Probe '{}' failed: {}", handler.id, *failure);
+                log.error(*report.failure);
+                co_return report;
+            }
+        }
+        co_return report;
+    }
+
+    void finish(const Report& report) {
+        running = false;
+        if (!report.failure) {
+            cached = report;
+            collected_at = loop.now();
+        }
+        auto due = std::move(waiting);
+        waiting.clear();
+        for (auto& fn : due) fn(report);
+    }
+};
+
+Probes::Probes(Executor& loop, const Registry& registry, OperatorSettings& settings, Memo& memo,
+               Indices indices, double max_age)
+    : state_(std::make_shared<State>(loop, registry, settings, memo, std::move(indices), max_age)) {
+}
+
+void Probes::collect(std::function<void(const Report&)> report) {
+    auto& state = *state_;
+    if (state.collected_at && state.loop.now() - *state.collected_at < state.max_age) {
+        report(state.cached);
+        return;
+    }
+    state.waiting.push_back(std::move(report));
+    if (state.running) return;
+    state.running = true;
+    std::weak_ptr<State> weak = state_;
+    kopf::spawn<Report>(state.loop, State::run(state_),
+                        [weak](std::exception_ptr error, std::optional<Report> report) {
+                            auto self = weak.lock();
+                            if (!self) return;
+                            if (error || !report) {
+                                Report failed;
+                                failed.failure = "The probes could not run.";
+                                self->finish(failed);
+                                return;
+                            }
+                            self->finish(*report);
+                        });
+}
+
 struct LivenessServer::Impl : std::enable_shared_from_this<LivenessServer::Impl> {
-    Impl(asio::io_context& io, tcp::endpoint endpoint, std::string path)
-        : acceptor(io, endpoint), path(std::move(path)) {}
+    Impl(asio::io_context& io, tcp::endpoint endpoint, std::string path,
+         std::shared_ptr<Probes> probes)
+        : acceptor(io, endpoint), path(std::move(path)), probes(std::move(probes)) {}
+
+    // The probes' report, awaited on the loop.
+    asio::awaitable<Probes::Report> collect() {
+        if (!probes) co_return Probes::Report{};
+        auto arrived = std::make_shared<asio::steady_timer>(acceptor.get_executor(),
+                                                            asio::steady_timer::time_point::max());
+        auto report = std::make_shared<std::optional<Probes::Report>>();
+        probes->collect([arrived, report](const Probes::Report& r) {
+            *report = r;
+            arrived->cancel();
+        });
+        boost::system::error_code ignored;
+        if (!*report)
+            co_await arrived->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+        co_return report->value_or(Probes::Report{});
+    }
 
     asio::awaitable<void> accept_loop() {
         auto self = shared_from_this();
@@ -47,9 +167,15 @@ struct LivenessServer::Impl : std::enable_shared_from_this<LivenessServer::Impl>
         response.version(request.version());
         response.keep_alive(false);
         if (requested == path || (path.empty() && requested == "/")) {
-            response.result(http::status::ok);
+            const auto report = co_await collect();
             response.set(http::field::content_type, "application/json");
-            response.body() = "{}";
+            if (report.failure) {
+                response.result(http::status::internal_server_error);
+                response.body() = json{{"error", *report.failure}}.dump();
+            } else {
+                response.result(http::status::ok);
+                response.body() = report.results.dump();
+            }
         } else {
             response.result(http::status::not_found);
             response.set(http::field::content_type, "text/plain");
@@ -63,9 +189,11 @@ struct LivenessServer::Impl : std::enable_shared_from_this<LivenessServer::Impl>
 
     tcp::acceptor acceptor;
     std::string path;
+    std::shared_ptr<Probes> probes;
 };
 
-LivenessServer::LivenessServer(asio::io_context& io, const std::string& endpoint) {
+LivenessServer::LivenessServer(asio::io_context& io, const std::string& endpoint,
+                               std::shared_ptr<Probes> probes) {
     auto url = boost::urls::parse_uri(endpoint);
     if (!url || url->scheme() != "http" || !url->has_port() || url->host().empty()) {
         throw std::invalid_argument(
@@ -86,7 +214,7 @@ LivenessServer::LivenessServer(asio::io_context& io, const std::string& endpoint
     try {
         impl_ =
             std::make_shared<Impl>(io, tcp::endpoint(address, static_cast<unsigned short>(port)),
-                                   std::string(url->path()));
+                                   std::string(url->path()), std::move(probes));
     } catch (const boost::system::system_error& error) {
         throw std::runtime_error(fmt::format("Cannot serve the liveness endpoint {}: {}.", endpoint,
                                              error.code().message()));

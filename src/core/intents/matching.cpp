@@ -114,13 +114,28 @@ bool match(const WatchingHandler& h, const json& body, const Context& ctx) {
     return matches_when(h.options, ctx);
 }
 
-bool match(const SpawningHandler& h, const Resource& resource, const json& body,
-           const Context& ctx) {
+namespace {
+
+// Handlers that see one state of the object, not a change: daemons, timers, indices.
+template <class Handler>
+bool match_state(const Handler& h, const Resource& resource, const json& body, const Context& ctx) {
     if (!h.selector.check(resource)) return false;
     if (!matches_labels_annotations(h.options, body, ctx)) return false;
     if (!matches_field_values(h.field, h.options.value, {dicts::resolve(body, h.field)}, ctx))
         return false;
     return matches_when(h.options, ctx);
+}
+
+}  // namespace
+
+bool match(const SpawningHandler& h, const Resource& resource, const json& body,
+           const Context& ctx) {
+    return match_state(h, resource, body, ctx);
+}
+
+bool match(const IndexingHandler& h, const Resource& resource, const json& body,
+           const Context& ctx) {
+    return match_state(h, resource, body, ctx);
 }
 
 namespace {

@@ -18,6 +18,9 @@ bool match(const WatchingHandler& handler, const json& body, const Context& ctx)
 /// Daemons and timers: resource, labels, annotations, the field's value in the body, `when`.
 bool match(const SpawningHandler& handler, const Resource& resource, const json& body,
            const Context& ctx);
+/// Index handlers: the same criteria as daemons and timers.
+bool match(const IndexingHandler& handler, const Resource& resource, const json& body,
+           const Context& ctx);
 
 /// Changing handlers selected for this cause (reason, resume mixing, filters), deduplicated.
 std::vector<const ChangingHandler*> get_changing_handlers(

@@ -18,6 +18,17 @@ void Registry::append(SpawningHandler h) {
 void Registry::append(ActivityHandler h) {
     activities.push_back(std::move(h));
 }
+void Registry::append(IndexingHandler h) {
+    // Kopf keeps one index per id: a second handler with the same id would make two writers
+    // of one index, which Kopf refuses too.
+    for (const auto& other : indexing) {
+        if (other.id == h.id) {
+            throw std::invalid_argument("Index handler '" + h.id +
+                                        "' is registered twice: index ids must be unique.");
+        }
+    }
+    indexing.push_back(std::move(h));
+}
 
 bool Registry::has_handlers(const Resource& resource) const {
     for (const auto& h : changing) {
@@ -27,6 +38,9 @@ bool Registry::has_handlers(const Resource& resource) const {
         if (h.selector.check(resource)) return true;
     }
     for (const auto& h : spawning) {
+        if (h.selector.check(resource)) return true;
+    }
+    for (const auto& h : indexing) {
         if (h.selector.check(resource)) return true;
     }
     return false;
@@ -43,6 +57,7 @@ std::vector<Selector> Registry::selectors() const {
     }
     for (const auto& h : watching) out.push_back(h.selector);
     for (const auto& h : spawning) out.push_back(h.selector);
+    for (const auto& h : indexing) out.push_back(h.selector);
     return out;
 }
 
@@ -215,6 +230,46 @@ void register_login(Registry& registry, ActivityOptions options,
     if (!options.errors) options.errors = ErrorsMode::IGNORED;  // as Kopf's built-in logins
     h.options = std::move(options);
     h.login = std::move(fn);
+    registry.append(std::move(h));
+}
+
+void register_index(Registry& registry, Selector selector, IndexOptions options, IndexCallable fn,
+                    std::string default_id) {
+    IndexingHandler h;
+    h.field = dicts::parse_field(options.field);
+    h.id = options.id.empty() ? default_id : options.id;  // as Kopf: no field suffix
+    const std::string what = "Index handler '" + h.id + "'";
+    if (!fn.sync && !fn.async) throw std::invalid_argument(what + ": the function is empty.");
+    if (options.value.is_set() && h.field.empty())
+        throw std::invalid_argument(what + ": value filters need a .field option.");
+    verify_duration(what, "timeout", options.timeout);
+    verify_duration(what, "backoff", options.backoff);
+    h.sync = std::move(fn.sync);
+    h.async = std::move(fn.async);
+    h.selector = std::move(selector);
+    HandlerOptions& common = h.options;
+    common.id = h.id;
+    common.param = std::move(options.param);
+    common.errors = options.errors.value_or(ErrorsMode::IGNORED);  // as Kopf's indexing
+    common.timeout = seconds(options.timeout);
+    common.retries = options.retries;
+    common.backoff = seconds(options.backoff);
+    common.labels = std::move(options.labels);
+    common.annotations = std::move(options.annotations);
+    common.when = std::move(options.when);
+    common.field = std::move(options.field);
+    common.value = std::move(options.value);
+    registry.append(std::move(h));
+}
+
+void register_probe(Registry& registry, ActivityOptions options,
+                    std::function<Task<json>(ActivityContext&)> fn, std::string default_id) {
+    if (!fn) throw std::invalid_argument("The probe handler function is empty.");
+    ActivityHandler h;
+    h.id = options.id.empty() ? default_id : options.id;
+    h.activity = "probe";
+    h.options = std::move(options);
+    h.probe = std::move(fn);
     registry.append(std::move(h));
 }
 

@@ -71,6 +71,8 @@ struct ProcessingEnv {
     const Client* client = nullptr;
     /// Daemons and timers; none in tests that have none.
     engines::DaemonsEngine* daemons = nullptr;
+    /// The operator's in-memory indices, for ctx.index().
+    Indices indices{};
 };
 
 /// What one processing cycle decided. Nothing is written to the API yet.

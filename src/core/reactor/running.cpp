@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "core/actions/logging.hpp"
+#include "core/engines/indexing.hpp"
 #include "core/engines/posting.hpp"
 #include "core/engines/probing.hpp"
 #include "core/reactor/namespaces.hpp"
@@ -33,27 +34,6 @@ namespace asio = boost::asio;
 
 namespace kopf::runtime {
 
-void NamedLogger::log(LogLevel level, std::string_view message) {
-    auto target = logger(name_);
-    switch (level) {
-        case LogLevel::DEBUG:
-            target->debug("{}", message);
-            break;
-        case LogLevel::INFO:
-            target->info("{}", message);
-            break;
-        case LogLevel::WARNING:
-            target->warn("{}", message);
-            break;
-        case LogLevel::ERROR:
-            target->error("{}", message);
-            break;
-        case LogLevel::CRITICAL:
-            target->critical("{}", message);
-            break;
-    }
-}
-
 namespace {
 
 // Lets the stop flag reach the loop only while the operator runs (the flag may outlive it).
@@ -66,7 +46,7 @@ struct StopBridge {
 // TemporaryError retried after its delay; other failures end the activity with an error.
 void run_activity(asio::io_context& io, loop::LoopExecutor& executor, const Registry& registry,
                   const std::string& activity, OperatorSettings& settings, Memo& memo,
-                  const Client* client = nullptr) {
+                  const Indices& indices, const Client* client = nullptr) {
     NamedLogger log("kopf.activities." + activity);
     for (const auto& handler : registry.activities) {
         if (handler.activity != activity || !handler.fn) continue;
@@ -80,7 +60,8 @@ void run_activity(asio::io_context& io, loop::LoopExecutor& executor, const Regi
                                 started,
                                 std::chrono::system_clock::now() - started,
                                 handler.options.param,
-                                client};
+                                client,
+                                indices};
             try {
                 loop::run_to_completion(io, executor, handler.fn(ctx));
                 log.info(fmt::format("Activity '{}' succeeded.", handler.id));
@@ -300,25 +281,32 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         });
     }
 
+    // The indices exist from the start (empty until the resources are listed): startup,
+    // cleanup and probe handlers may read them.
+    auto indices_data = engines::make_indices_data(registry.indexing);
+    const Indices indices(indices_data);
     std::optional<LivenessServer> liveness;
     if (options.liveness_endpoint) {
         try {
-            liveness.emplace(io, *options.liveness_endpoint);
+            liveness.emplace(io, *options.liveness_endpoint,
+                             std::make_shared<Probes>(executor, registry, settings, memo, indices));
         } catch (const std::exception& error) {
             throw StartupError(error.what());
         }
     }
 
-    run_activity(io, executor, registry, "startup", settings, memo);
+    run_activity(io, executor, registry, "startup", settings, memo, indices);
     exit_guard.set_timeout(settings.process.ultimate_exiting_timeout);
     posting->configure(settings.posting);  // as the startup handlers left it
     ConnectionInfo credentials = login(registry, options, settings, memo);
 
     std::exception_ptr failure;
-    ResourceServing serving(io, executor, registry, settings, posting, scope,
-                            std::move(credentials), [&registry, &options, &settings, &memo] {
-                                return try_login(registry, options, settings, memo);
-                            });
+    ResourceServing serving(
+        io, executor, registry, settings, posting, scope, std::move(credentials),
+        [&registry, &options, &settings, &memo] {
+            return try_login(registry, options, settings, memo);
+        },
+        indices_data);
     if (options.client) *options.client = serving.client();
     serving.start(
         [&] {
@@ -340,7 +328,7 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         io.run_one();
     }
     if (!failure)
-        run_activity(io, executor, registry, "cleanup", settings, memo, &serving.client());
+        run_activity(io, executor, registry, "cleanup", settings, memo, indices, &serving.client());
     if (liveness) liveness->stop();
     executor.cancel_timers();
     // Let the stopped watchers and cancelled timers finish before anything is destroyed.

@@ -8,17 +8,9 @@
 #include <memory>
 #include <string>
 
+#include "core/actions/logging.hpp"
+
 namespace kopf::runtime {
-
-// A kopf::Logger that writes to the named spdlog logger (activities and framework messages).
-class NamedLogger final : public kopf::Logger {
-  public:
-    explicit NamedLogger(std::string name) : name_(std::move(name)) {}
-    void log(LogLevel level, std::string_view message) override;
-
-  private:
-    std::string name_;
-};
 
 // Thrown when the operator cannot start: the message is the one-paragraph reason.
 class StartupError : public std::runtime_error {

@@ -20,6 +20,7 @@
 #include "core/actions/logging.hpp"
 #include "core/engines/daemons.hpp"
 #include "core/engines/events.hpp"
+#include "core/engines/indexing.hpp"
 #include "core/engines/posting.hpp"
 #include "core/reactor/processing.hpp"
 #include "core/reactor/queueing.hpp"
@@ -81,7 +82,9 @@ class ObjectLogger final : public kopf::Logger {
 struct ServedKind {
     structs::Resource api;
     kopf::Resource public_;
-    std::string name;  // api.to_string()
+    std::string name;      // api.to_string()
+    bool indexed = false;  // index handlers select it
+    bool handled = true;   // other handlers select it: its objects are queued for them
 };
 
 // One object of a served kind: its memory lives here, found with the same lookup as the rest
@@ -99,7 +102,8 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     Impl(asio::io_context& io, kopf::Executor& executor, const Registry& registry,
          const OperatorSettings& settings, std::shared_ptr<PostingContext> posting_context,
          NamespaceScope scope, ConnectionInfo credentials,
-         std::function<std::optional<ConnectionInfo>()> login)
+         std::function<std::optional<ConnectionInfo>()> login,
+         std::shared_ptr<kopf::detail::IndicesData> indices)
         : io(io),
           executor(executor),
           registry(registry),
@@ -123,6 +127,13 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
           client(client_core) {
         vault->put("initial", std::move(credentials));
         env.client = &client;
+        if (!registry.indexing.empty()) {
+            if (!indices) indices = engines::make_indices_data(registry.indexing);
+            indexing = std::make_unique<engines::IndexingEngine>(
+                engines::IndexingEngine::Env{executor, settings, memo, &client}, registry.indexing,
+                std::move(indices));
+            env.indices = indexing->indices();
+        }
     }
 
     // On the loop, before the first event (the engine keeps a weak reference to this).
@@ -131,6 +142,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         engines::DaemonsEnv daemons_env{executor,
                                         std::make_shared<const OperatorSettings>(settings), client,
                                         make_daemon_patch_writer()};
+        daemons_env.indices = env.indices;
         daemons =
             std::make_unique<engines::DaemonsEngine>(std::move(daemons_env), registry.spawning);
         env.daemons = daemons.get();
@@ -288,6 +300,11 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         for (auto it = watchers.begin(); it != watchers.end();) {
             if (!wanted.count(it->first)) {
                 it->second->stop();
+                if (const auto id = indexed_watchers.find(it->first);
+                    id != indexed_watchers.end()) {
+                    indexing->watcher_stopped(id->second);
+                    indexed_watchers.erase(id);
+                }
                 it = watchers.erase(it);
             } else {
                 ++it;
@@ -297,7 +314,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             if (watchers.count(key)) continue;
             auto stop = std::make_shared<clients::StopSignal>();
             watchers.emplace(key, stop);
-            start_watcher(served.at(key.first), key.second, stop);
+            start_watcher(key, served.at(key.first), stop);
         }
     }
 
@@ -308,26 +325,52 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         if (!kind) {
             kind = std::make_shared<ServedKind>(
                 ServedKind{resource, structs::to_public(resource), resource.to_string()});
+            kind->indexed = indexing && indexing->indexes(kind->public_);
+            kind->handled = handles(kind->public_);
         }
         return kind;
     }
 
-    void start_watcher(const structs::Resource& resource, const std::string& namespace_,
+    // Whether handlers other than index handlers select the resource.
+    bool handles(const kopf::Resource& resource) const {
+        const auto selects = [&resource](const auto& h) { return h.selector.check(resource); };
+        return std::any_of(registry.changing.begin(), registry.changing.end(),
+                           [&resource](const ChangingHandler& h) {
+                               return h.has_selector && h.selector.check(resource);
+                           }) ||
+               std::any_of(registry.watching.begin(), registry.watching.end(), selects) ||
+               std::any_of(registry.spawning.begin(), registry.spawning.end(), selects);
+    }
+
+    void start_watcher(const std::pair<std::string, std::string>& key,
+                       const structs::Resource& resource,
                        std::shared_ptr<clients::StopSignal> stop) {
         auto self = shared_from_this();
         auto kind = kind_of(resource);
+        const std::string& namespace_ = key.second;
         const std::string where = namespace_.empty() ? "cluster-wide" : "in " + namespace_;
         logger("kopf.reactor.queueing")->debug("Watching {} {}.", resource.to_string(), where);
+        engines::IndexingEngine::WatcherId indexed = 0;
+        std::function<void()> on_listed;
+        std::function<bool(const std::string&)> drop_unparsed;
+        if (kind->indexed) {
+            indexed = indexing->watcher_started(kind->public_);
+            indexed_watchers[key] = indexed;
+            on_listed = [self, indexed] { self->indexing->listed(indexed); };
+        } else {
+            // Every event of an indexed kind is indexed: none is dropped unparsed.
+            drop_unparsed = [self, prefix = kind->name + "/"](const std::string& version) {
+                return self->drop_echo(version, prefix);
+            };
+        }
         watch_until_stopped(
             resource, namespace_, stop,
-            [self, kind](clients::WatchEvent&& event) {
-                self->on_watch_event(kind, std::move(event));
+            [self, kind, indexed](clients::WatchEvent&& event) {
+                self->on_watch_event(kind, indexed, std::move(event));
             },
             "kopf.reactor.queueing",
             fmt::format("Watching {} {} has failed", resource.to_string(), where),
-            [self, prefix = kind->name + "/"](const std::string& version) {
-                return self->drop_echo(version, prefix);
-            });
+            std::move(drop_unparsed), std::move(on_listed));
     }
 
     // The event of our own patch that would change nothing is recognised by its version
@@ -345,15 +388,18 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
                              std::shared_ptr<clients::StopSignal> stop,
                              std::function<void(clients::WatchEvent&&)> on_event,
                              const char* logger_name, std::string failure,
-                             std::function<bool(const std::string&)> drop_unparsed = {}) {
+                             std::function<bool(const std::string&)> drop_unparsed = {},
+                             std::function<void()> on_listed = {}) {
         auto self = shared_from_this();
         asio::co_spawn(
             io,
             [self, resource, namespace_, stop, on_event = std::move(on_event),
-             drop_unparsed = std::move(drop_unparsed)]() -> asio::awaitable<void> {
+             drop_unparsed = std::move(drop_unparsed),
+             on_listed = std::move(on_listed)]() -> asio::awaitable<void> {
                 // Named first: g++ 12 destroys argument temporaries of a co_await twice.
-                auto watching = self->api.watch_objs(resource, namespace_, self->watch_settings(),
-                                                     {}, on_event, stop.get(), {}, drop_unparsed);
+                auto watching =
+                    self->api.watch_objs(resource, namespace_, self->watch_settings(), {}, on_event,
+                                         stop.get(), on_listed, drop_unparsed);
                 co_await std::move(watching);
             },
             [logger_name, failure = std::move(failure)](std::exception_ptr error) {
@@ -361,8 +407,27 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             });
     }
 
-    void on_watch_event(const std::shared_ptr<ServedKind>& kind, clients::WatchEvent&& event) {
+    void on_watch_event(const std::shared_ptr<ServedKind>& kind,
+                        engines::IndexingEngine::WatcherId indexed, clients::WatchEvent&& event) {
         if (stopping) return;
+        if (!kind->indexed) {
+            enqueue(kind, std::move(event));
+            return;
+        }
+        if (!kind->handled) {
+            indexing->on_event(indexed, event.type, event.object, event.seen_by_listing, [] {});
+            return;
+        }
+        // Queued for the other handlers once indexed (at once, unless a coroutine index
+        // handler suspends).
+        auto held = std::make_shared<clients::WatchEvent>(std::move(event));
+        indexing->on_event(indexed, held->type, held->object, held->seen_by_listing,
+                           [self = shared_from_this(), kind, held] {
+                               if (!self->stopping) self->enqueue(kind, std::move(*held));
+                           });
+    }
+
+    void enqueue(const std::shared_ptr<ServedKind>& kind, clients::WatchEvent&& event) {
         std::string key;
         key.reserve(kind->name.size() + 64);  // room for a uid: one allocation
         key.append(kind->name).push_back('/');
@@ -398,7 +463,12 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
                     self->update_watchers();
                 }
             },
-            "kopf.reactor.observation", "Namespace observation failed");
+            "kopf.reactor.observation", "Namespace observation failed", {},
+            [self] {
+                // The watchers of the namespaces found so far are started: the indices wait
+                // for their listings.
+                if (self->indexing) self->indexing->discovered();
+            });
     }
 
     // CRDs created or deleted: rescan the API and start or stop the watchers.
@@ -434,6 +504,18 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     // ---- processing ------------------------------------------------------------------------
 
     void process(const std::string& key, json&& event, ObjectQueues::Done done) {
+        if (indexing && !indexing->ready()) {
+            // No handler runs before the indices are complete (as Kopf).
+            auto self = shared_from_this();
+            indexing->when_ready([self, key, event = std::move(event), done]() mutable {
+                if (self->stopping) {
+                    done(std::nullopt, false);
+                    return;
+                }
+                self->process(key, std::move(event), std::move(done));
+            });
+            return;
+        }
         auto self = shared_from_this();
         kopf::spawn<Processed>(executor, process_task(key, std::move(event)),
                                [self, key, done = std::move(done)](
@@ -622,9 +704,12 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             if (scope.all_specific() || !namespaces_resource) {
                 for (const auto& ns : scope.specific_namespaces()) namespaces.insert(ns);
                 update_watchers();
+                if (indexing) indexing->discovered();
             } else {
                 start_namespace_observer();
             }
+        } else if (indexing) {
+            indexing->discovered();
         }
         if (!settings.scanning.disabled && crds) start_crd_observer();
         auto wakeup = [weak = weak_from_this()] {
@@ -639,6 +724,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     void stop(std::function<void()> finished) {
         stopping = true;
         if (retry_timer) retry_timer->cancel();
+        if (indexing) indexing->release_waiters();
         on_stopped = std::move(finished);
         for (auto& [key, signal] : watchers) signal->stop();
         for (auto& signal : observers) signal->stop();
@@ -710,15 +796,21 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     // back to the loop for daemons abandoned on their threads.
     std::unique_ptr<engines::DaemonsEngine> daemons;
     std::function<void()> on_stopped;
+    // In-memory indices, if the operator has index handlers; the ids of indexed watchers.
+    std::unique_ptr<engines::IndexingEngine> indexing;
+    std::map<std::pair<std::string, std::string>, engines::IndexingEngine::WatcherId>
+        indexed_watchers;
 };
 
 ResourceServing::ResourceServing(asio::io_context& io, kopf::Executor& executor,
                                  const Registry& registry, const OperatorSettings& settings,
                                  std::shared_ptr<PostingContext> posting, NamespaceScope scope,
                                  ConnectionInfo credentials,
-                                 std::function<std::optional<ConnectionInfo>()> login)
+                                 std::function<std::optional<ConnectionInfo>()> login,
+                                 std::shared_ptr<kopf::detail::IndicesData> indices)
     : impl_(std::make_shared<Impl>(io, executor, registry, settings, std::move(posting),
-                                   std::move(scope), std::move(credentials), std::move(login))) {}
+                                   std::move(scope), std::move(credentials), std::move(login),
+                                   std::move(indices))) {}
 
 ResourceServing::~ResourceServing() = default;
 

@@ -23,6 +23,13 @@ class io_context;
 namespace kopf::runtime {
 
 class PostingContext;
+}  // namespace kopf::runtime
+
+namespace kopf::detail {
+struct IndicesData;  // core/engines/indexing.hpp
+}  // namespace kopf::detail
+
+namespace kopf::runtime {
 
 class ResourceServing {
   public:
@@ -31,7 +38,8 @@ class ResourceServing {
     ResourceServing(boost::asio::io_context& io, kopf::Executor& executor, const Registry& registry,
                     const OperatorSettings& settings, std::shared_ptr<PostingContext> posting,
                     NamespaceScope scope, ConnectionInfo credentials,
-                    std::function<std::optional<ConnectionInfo>()> login);
+                    std::function<std::optional<ConnectionInfo>()> login,
+                    std::shared_ptr<kopf::detail::IndicesData> indices = nullptr);
     ~ResourceServing();
     ResourceServing(const ResourceServing&) = delete;
     ResourceServing& operator=(const ResourceServing&) = delete;

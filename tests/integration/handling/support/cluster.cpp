@@ -102,9 +102,10 @@ struct HandlingTest::Client {
     }
 };
 
-OperatorThread::OperatorThread(Registry& registry, const OperatorSettings& settings)
+OperatorThread::OperatorThread(Registry& registry, const OperatorSettings& settings,
+                               std::function<void(RunOptions&)> customize)
     : settings_(settings) {
-    thread_ = std::thread([this, &registry] {
+    thread_ = std::thread([this, &registry, customize = std::move(customize)] {
         RunOptions options;
         options.namespaces = {"default"};
         options.standalone = true;
@@ -112,6 +113,7 @@ OperatorThread::OperatorThread(Registry& registry, const OperatorSettings& setti
         options.settings = &settings_;
         options.stop_flag = &stop_;
         options.ready_flag = &ready_;
+        if (customize) customize(options);
         try {
             operator_(options);
         } catch (const std::exception& error) {
@@ -180,9 +182,10 @@ OperatorSettings HandlingTest::fast_settings() {
     return settings;
 }
 
-std::unique_ptr<OperatorThread> HandlingTest::start_operator(Registry& registry,
-                                                             const OperatorSettings& settings) {
-    return std::make_unique<OperatorThread>(registry, settings);
+std::unique_ptr<OperatorThread> HandlingTest::start_operator(
+    Registry& registry, const OperatorSettings& settings,
+    std::function<void(RunOptions&)> customize) {
+    return std::make_unique<OperatorThread>(registry, settings, std::move(customize));
 }
 
 json HandlingTest::example(const std::string& name, const json& spec, const json& metadata) {

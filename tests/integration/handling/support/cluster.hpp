@@ -56,7 +56,9 @@ class Calls {
 // One operator run in a background thread; stops gracefully when destroyed.
 class OperatorThread {
   public:
-    OperatorThread(Registry& registry, const OperatorSettings& settings);
+    // `customize`: changes to the run options (e.g. a liveness endpoint).
+    OperatorThread(Registry& registry, const OperatorSettings& settings,
+                   std::function<void(RunOptions&)> customize = {});
     ~OperatorThread();
     OperatorThread(const OperatorThread&) = delete;
     OperatorThread& operator=(const OperatorThread&) = delete;
@@ -79,7 +81,8 @@ class HandlingTest : public ::testing::Test {
     // Settings with short API retry backoffs for tests (the handler backoffs are per handler).
     static OperatorSettings fast_settings();
     std::unique_ptr<OperatorThread> start_operator(Registry& registry,
-                                                   const OperatorSettings& settings);
+                                                   const OperatorSettings& settings,
+                                                   std::function<void(RunOptions&)> customize = {});
     std::unique_ptr<OperatorThread> start_operator(Registry& registry) {
         return start_operator(registry, fast_settings());
     }
