@@ -5,7 +5,7 @@
 #   bench/run.sh                    # full suite, 3 runs, appends a results table to bench/README.md
 #   bench/run.sh --smoke            # N=200, one run, no README (CI: proves the suite still works)
 #   bench/run.sh --only create      # one group: apiserver, limit, create, steady, resume, idle, micro,
-#                                   # client, daemons
+#                                   # client, daemons, indexing
 #
 # Options:
 #   --smoke                 small sizes, one run, short phases, no README append
@@ -16,6 +16,7 @@
 #   --steady-seconds S      duration of the steady-state phase (default 60)
 #   --resume-objects N      objects in the resume phase (default 100000)
 #   --daemon-sizes LIST     objects with a daemon each, in the daemons group (default 10000,100000)
+#   --index-sizes LIST      indexed objects, in the indexing group (default 10000,100000)
 #   --timer-objects N       objects with a 1 s timer each, in the daemons group (default 10000)
 #   --timer-seconds S       the timers' measurement window (default 30)
 #   --no-build              use the existing build tree
@@ -45,6 +46,7 @@ STEADY_OBJECTS=10000
 STEADY_SECONDS=60
 RESUME_OBJECTS=100000
 DAEMON_SIZES="10000,100000"
+INDEX_SIZES="10000,100000"
 TIMER_OBJECTS=10000
 TIMER_SECONDS=30
 ONLY=()
@@ -69,6 +71,7 @@ while [[ $# -gt 0 ]]; do
         --steady-seconds) need_value "$@"; STEADY_SECONDS=$2; shift 2 ;;
         --resume-objects) need_value "$@"; RESUME_OBJECTS=$2; shift 2 ;;
         --daemon-sizes) need_value "$@"; DAEMON_SIZES=$2; shift 2 ;;
+        --index-sizes) need_value "$@"; INDEX_SIZES=$2; shift 2 ;;
         --timer-objects) need_value "$@"; TIMER_OBJECTS=$2; shift 2 ;;
         --timer-seconds) need_value "$@"; TIMER_SECONDS=$2; shift 2 ;;
         --no-build) BUILD=0; shift ;;
@@ -82,14 +85,14 @@ done
 
 if [[ $SMOKE == 1 ]]; then
     RUNS=1; SIZES=200; STEADY_OBJECTS=200; STEADY_SECONDS=3; RESUME_OBJECTS=200; README_APPEND=0
-    DAEMON_SIZES=200; TIMER_OBJECTS=200; TIMER_SECONDS=3
+    DAEMON_SIZES=200; TIMER_OBJECTS=200; TIMER_SECONDS=3; INDEX_SIZES=200
 fi
-GROUPS_ALL=(apiserver limit create steady resume idle micro client daemons)
+GROUPS_ALL=(apiserver limit create steady resume idle micro client daemons indexing)
 for name in "${ONLY[@]}"; do
     [[ " ${GROUPS_ALL[*]} " == *" $name "* ]] || fail "unknown group '$name' (one of: ${GROUPS_ALL[*]})"
 done
 for value in "$RUNS" "$STEADY_OBJECTS" "$STEADY_SECONDS" "$RESUME_OBJECTS" ${SIZES//,/ } \
-    "$TIMER_OBJECTS" "$TIMER_SECONDS" ${DAEMON_SIZES//,/ }; do
+    "$TIMER_OBJECTS" "$TIMER_SECONDS" ${DAEMON_SIZES//,/ } ${INDEX_SIZES//,/ }; do
     [[ "$value" =~ ^[1-9][0-9]*$ ]] || fail "'$value' is not a positive integer"
 done
 wanted() {
@@ -116,6 +119,7 @@ for tool in "$KOPF" "$OPERATOR_LOAD" "$APISERVER_LOAD" "$MICRO_BENCH" "$CLIENT_L
 done
 OPERATOR_SOURCE="$ROOT/bench/operators/bench_operator.cpp"
 DAEMONS_OPERATOR_SOURCE="$ROOT/bench/operators/daemons_operator.cpp"
+INDEXING_OPERATOR_SOURCE="$ROOT/bench/operators/indexing_operator.cpp"
 TIMERS_OPERATOR_SOURCE="$ROOT/bench/operators/timers_operator.cpp"
 
 # --- processes -----------------------------------------------------------------------------
@@ -361,13 +365,23 @@ micro_figures() {
     [[ $SMOKE == 1 ]] && min_time=0.01
     local out
     out=$("${PIN_CORE1[@]}" "$MICRO_BENCH" --benchmark_min_time="$min_time" --benchmark_format=csv 2>/dev/null)
-    # CSV: name,iterations,real_time,cpu_time,time_unit,...
+    # CSV: name,iterations,real_time,cpu_time,time_unit,..., then user counters by their names
     local line name cpu unit
     while IFS=, read -r name _ _ cpu unit _; do
         name=${name//\"/}
         [[ $name == BM_* ]] || continue
         record "micro ${name}" "$(awk -v v="$cpu" 'BEGIN { printf "%.0f", v }')" "$unit"
     done <<<"$out"
+    # The index's heap per entry (BM_IndexUpdate's counters), beside its value's own heap.
+    local counters
+    counters=$(awk -F, '{ gsub(/"/, "") }
+        NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+        /^BM_IndexUpdate/ && col["heap_bytes_per_entry"] {
+            printf "%s %.0f %.0f\n", $1, $col["heap_bytes_per_entry"], $col["value_heap_bytes"] }' <<<"$out")
+    while read -r name line cpu; do
+        [[ -n $name ]] || continue
+        record "micro ${name}: heap per index entry (the value's own JSON: ${cpu} B)" "$line" "B"
+    done <<<"$counters"
 }
 
 # The client layer (src/clients) on its own: watch-stream parsing on one core, the real ApiClient
@@ -537,9 +551,51 @@ daemons_figures() {
     record "timers ${n}: operator CPU from SIGTERM to exit" "$(field "$out" 'exit: operator CPU ([0-9.]+) ms')" "ms"
 }
 
+# In-memory indexing (issue 18), with daemons_load and the daemons group's operator as the
+# baseline: the indexing operator is the same plus an index of every object. On objects that get
+# no daemon (labelled off): the index's RSS and start-up CPU per object (with − without). On
+# objects that get a daemon each: handling starts (the first daemon) only once the index holds
+# every listed object, so the first daemon's time is when the indices were ready.
+indexing_figures() {
+    local n out rss_plain rss_indexed cpu_plain cpu_indexed ready ready_plain last last_plain
+    for n in "${INDEX_SIZE_LIST[@]}"; do
+        start_server
+        "$OPERATOR_LOAD" crd --url "$SERVER_URL"
+        out=$(daemons_create "$n" bench-daemon=off); echo "$out"
+        out=$(daemons_run plain "$n" "$DAEMONS_OPERATOR_SOURCE"); echo "$out"
+        rss_plain=$(field "$out" 'plain: .* RSS ([0-9]+) kB')
+        cpu_plain=$(field "$out" 'plain: .* \(CPU ([0-9.]+) s\)')
+        out=$(daemons_run plain "$n" "$INDEXING_OPERATOR_SOURCE"); echo "$out"
+        rss_indexed=$(field "$out" 'plain: .* RSS ([0-9]+) kB')
+        cpu_indexed=$(field "$out" 'plain: .* \(CPU ([0-9.]+) s\)')
+        stop_process "$SERVER_PID"
+
+        start_server
+        "$OPERATOR_LOAD" crd --url "$SERVER_URL"
+        out=$(daemons_create "$n" bench-daemon=on); echo "$out"
+        out=$(daemons_run daemons "$n" "$DAEMONS_OPERATOR_SOURCE"); echo "$out"
+        ready_plain=$(field "$out" 'the first ([0-9.]+) s and')
+        last_plain=$(field "$out" 'the last ([0-9.]+) s after')
+        out=$(daemons_run daemons "$n" "$INDEXING_OPERATOR_SOURCE"); echo "$out"
+        ready=$(field "$out" 'the first ([0-9.]+) s and')
+        last=$(field "$out" 'the last ([0-9.]+) s after')
+        stop_process "$SERVER_PID"
+
+        record "indexing ${n}: operator RSS per indexed object (with an index − without)" \
+            "$(per_object_bytes "$rss_indexed" "$rss_plain" "$n")" "B"
+        record "indexing ${n}: operator CPU per indexed object from its start until idle (with − without)" \
+            "$(awk -v a="$cpu_indexed" -v b="$cpu_plain" -v n="$n" 'BEGIN { printf "%.1f", (a - b) * 1e6 / n }')" "µs"
+        record "indexing ${n}: all indices ready (the first handler runs), after the operator's start" "$ready" "s"
+        record "indexing ${n}: the first handler runs without an index, after the operator's start" "$ready_plain" "s"
+        record "indexing ${n}: every object's daemon runs, with the index" "$last" "s"
+        record "indexing ${n}: every object's daemon runs, without an index" "$last_plain" "s"
+    done
+}
+
 # --- the suite -----------------------------------------------------------------------------
 IFS=, read -r -a SIZE_LIST <<<"$SIZES"
 IFS=, read -r -a DAEMON_SIZE_LIST <<<"$DAEMON_SIZES"
+IFS=, read -r -a INDEX_SIZE_LIST <<<"$INDEX_SIZES"
 LAST_WRITES_PER_OBJECT=2
 for run in $(seq "$RUNS"); do
     echo "=== run $run of $RUNS"
@@ -564,6 +620,7 @@ for run in $(seq "$RUNS"); do
     if wanted micro; then micro_figures; fi
     if wanted client; then client_figures; fi
     if wanted daemons; then daemons_figures; fi
+    if wanted indexing; then indexing_figures; fi
 done
 
 # Medians per figure, in the order first measured.

@@ -34,7 +34,7 @@ const detail::IndexData& data_of(const std::shared_ptr<const detail::IndexData>&
 Store snapshot(const detail::IndexData::StoreData& store) {
     Store::Values values;
     values.reserve(store.values.size());
-    for (const auto& entry : store.values) values.push_back(entry.second);
+    for (const auto& slot : store.values) values.push_back(slot.value);
     return Store(std::move(values));
 }
 
@@ -190,10 +190,24 @@ class TerseLogger final : public Logger {
     const json& body_;
 };
 
-// One object's values in one index: the node of the key they are under.
+// One object's value in one index: the node of its key, and its slot in that key's store.
 struct Contribution {
     std::uint32_t index;
+    std::uint32_t slot;
     Node* node;
+};
+
+// An object's identity: its uid's 128 bits (no string per object), or for the rare object
+// without a UUID, two independent 64-bit hashes of its uid or namespace/name.
+struct ObjectKey {
+    std::uint64_t hi = 0;
+    std::uint64_t lo = 0;
+    bool operator==(const ObjectKey&) const = default;
+};
+struct ObjectKeyHash {
+    std::size_t operator()(const ObjectKey& key) const noexcept {
+        return static_cast<std::size_t>(key.hi ^ (key.lo * 0x9E3779B97F4A7C15ULL));
+    }
 };
 
 // The retry state of one failed index handler on one object.
@@ -226,15 +240,48 @@ struct Watcher {
     std::uint32_t generation = 0;
 };
 
-std::string key_of(const json& body) {
-    const auto meta = body.find("metadata");
-    if (meta != body.end() && meta->is_object()) {
-        const auto uid = meta->find("uid");
-        if (uid != meta->end() && uid->is_string() && !uid->get_ref<const std::string&>().empty())
-            return uid->get<std::string>();
-        return meta->value("namespace", "") + "/" + meta->value("name", "");
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+std::optional<ObjectKey> parse_uuid(std::string_view text) {
+    if (text.size() != 36) return std::nullopt;
+    ObjectKey key;
+    int digits = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const bool dash_place = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash_place) {
+            if (text[i] != '-') return std::nullopt;
+            continue;
+        }
+        const int digit = hex_digit(text[i]);
+        if (digit < 0) return std::nullopt;
+        std::uint64_t& half = digits < 16 ? key.hi : key.lo;
+        half = (half << 4) | static_cast<std::uint64_t>(digit);
+        ++digits;
     }
-    return "/";
+    return key;
+}
+
+ObjectKey hashed_key(std::string_view text) {
+    std::uint64_t fnv = 0xcbf29ce484222325ULL;
+    for (const char c : text) fnv = (fnv ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+    return ObjectKey{std::hash<std::string_view>{}(text), fnv};
+}
+
+ObjectKey key_of(const json& body) {
+    const auto meta = body.find("metadata");
+    if (meta == body.end() || !meta->is_object()) return hashed_key("/");
+    const auto uid = meta->find("uid");
+    if (uid != meta->end() && uid->is_string()) {
+        const auto& text = uid->get_ref<const std::string&>();
+        if (auto parsed = parse_uuid(text)) return *parsed;
+        if (!text.empty()) return hashed_key("uid:" + text);
+    }
+    return hashed_key(meta->value("namespace", "") + "/" + meta->value("name", ""));
 }
 
 }  // namespace
@@ -259,7 +306,8 @@ struct IndexingEngine::Core : std::enable_shared_from_this<IndexingEngine::Core>
     std::vector<ChangingHandler> stubs;
     std::shared_ptr<detail::IndicesData> data;
     Indices indices;
-    std::unordered_map<std::string, Record> records;
+    using Records = std::unordered_map<ObjectKey, Record, ObjectKeyHash>;
+    Records records;
     std::unordered_map<WatcherId, Watcher> watchers;
     WatcherId last_watcher = 0;
     std::size_t unlisted = 1;  // watchers not listed yet, and discovery
@@ -290,31 +338,54 @@ struct IndexingEngine::Core : std::enable_shared_from_this<IndexingEngine::Core>
             if (!repeated)  // the last value of a repeated key wins, as in a dict
                 prepared.emplace_back(&it->first, std::make_shared<const json>(it->second));
         }
-        std::vector<Contribution> kept;
-        kept.reserve(record.contributions.size() + prepared.size());
         std::unique_lock lock(index.mutex);
         std::vector<Node*> fresh;
         fresh.reserve(prepared.size());
         for (auto& [key, value] : prepared) {
             Node& node = *index.items.try_emplace(*key).first;
-            auto& slot = node.second.values[&record];
-            if (!slot || *slot != *value) slot = std::move(value);
             fresh.push_back(&node);
-        }
-        for (const auto& c : record.contributions) {
-            if (c.index != n) {
-                kept.push_back(c);
-            } else if (std::find(fresh.begin(), fresh.end(), c.node) == fresh.end()) {
-                remove_value(index, record, *c.node);
+            auto& slots = node.second.values;
+            const auto existing = std::find_if(
+                record.contributions.begin(), record.contributions.end(),
+                [n, &node](const Contribution& c) { return c.index == n && c.node == &node; });
+            if (existing != record.contributions.end()) {
+                auto& slot = slots[existing->slot].value;
+                if (*slot != *value) slot = std::move(value);
+            } else {
+                slots.push_back({&record, std::move(value)});
+                record.contributions.push_back(
+                    Contribution{n, static_cast<std::uint32_t>(slots.size() - 1), &node});
             }
         }
-        for (Node* node : fresh) kept.push_back(Contribution{n, node});
-        record.contributions = std::move(kept);
+        // The keys it no longer has: out of their stores.
+        for (std::size_t i = 0; i < record.contributions.size();) {
+            const Contribution c = record.contributions[i];
+            if (c.index == n && std::find(fresh.begin(), fresh.end(), c.node) == fresh.end()) {
+                remove_value(index, c);
+                record.contributions.erase(record.contributions.begin() +
+                                           static_cast<std::ptrdiff_t>(i));
+            } else {
+                ++i;
+            }
+        }
     }
 
-    static void remove_value(detail::IndexData& index, const Record& record, Node& node) {
-        node.second.values.erase(&record);
-        if (node.second.values.empty()) index.items.erase(index.items.find(node.first));
+    // Takes the contribution's value out of its store: the store's last slot moves into its
+    // place (its owner's contribution follows it), and an emptied key goes.
+    static void remove_value(detail::IndexData& index, const Contribution& c) {
+        auto& slots = c.node->second.values;
+        if (c.slot + 1 < slots.size()) {
+            slots[c.slot] = std::move(slots.back());
+            auto* moved = static_cast<Record*>(slots[c.slot].owner);
+            for (auto& other : moved->contributions) {
+                if (other.index == c.index && other.node == c.node) {
+                    other.slot = c.slot;
+                    break;
+                }
+            }
+        }
+        slots.pop_back();
+        if (slots.empty()) index.items.erase(index.items.find(c.node->first));
     }
 
     // The object's values in index `n`, or in every index if `n` is none.
@@ -327,12 +398,12 @@ struct IndexingEngine::Core : std::enable_shared_from_this<IndexingEngine::Core>
             }
             auto& index = *data->indices[c.index];
             std::unique_lock lock(index.mutex);
-            remove_value(index, record, *c.node);
+            remove_value(index, c);
         }
         record.contributions = std::move(kept);
     }
 
-    void forget(std::unordered_map<std::string, Record>::iterator it) {
+    void forget(Records::iterator it) {
         discard(it->second);
         records.erase(it);
     }
@@ -389,7 +460,7 @@ struct IndexingEngine::Core : std::enable_shared_from_this<IndexingEngine::Core>
         return ctx;
     }
 
-    void conclude(Invocation& inv, const std::string& key, Record& record, std::uint32_t n,
+    void conclude(Invocation& inv, const ObjectKey& key, Record& record, std::uint32_t n,
                   const IndexEntries& result, std::exception_ptr error) {
         const std::string name = "Handler '" + handlers[n]->id + "'";
         if (!error) {
@@ -431,7 +502,7 @@ struct IndexingEngine::Core : std::enable_shared_from_this<IndexingEngine::Core>
         arm_retry(key, delay);
     }
 
-    void arm_retry(const std::string& key, double delay) {
+    void arm_retry(const ObjectKey& key, double delay) {
         std::weak_ptr<Core> weak = shared_from_this();
         env.loop.post_after(delay, [weak, key] {
             if (auto core = weak.lock()) core->retry(key);
@@ -439,7 +510,7 @@ struct IndexingEngine::Core : std::enable_shared_from_this<IndexingEngine::Core>
     }
 
     // A failed handler's backoff is over: index the latest body again.
-    void retry(const std::string& key) {
+    void retry(const ObjectKey& key) {
         const auto it = records.find(key);
         if (it == records.end() || !it->second.extras || !it->second.extras->body) return;
         Record& record = it->second;
@@ -450,8 +521,7 @@ struct IndexingEngine::Core : std::enable_shared_from_this<IndexingEngine::Core>
         run(w->second, it, body, false, [] {});
     }
 
-    void index_now(const Watcher& watcher, const std::string& key, Record& record,
-                   const json& body) {
+    void index_now(const Watcher& watcher, const ObjectKey& key, Record& record, const json& body) {
         Invocation inv(*this, watcher.resource, body);
         for (const std::uint32_t n : watcher.handlers) {
             auto ctx = prepare(inv, record, n);
@@ -469,7 +539,7 @@ struct IndexingEngine::Core : std::enable_shared_from_this<IndexingEngine::Core>
     }
 
     static Task<void> index_later(std::weak_ptr<Core> weak, Resource resource,
-                                  std::vector<std::uint32_t> numbers, std::string key, json body) {
+                                  std::vector<std::uint32_t> numbers, ObjectKey key, json body) {
         for (const std::uint32_t n : numbers) {
             auto core = weak.lock();
             if (!core) co_return;
@@ -518,8 +588,8 @@ struct IndexingEngine::Core : std::enable_shared_from_this<IndexingEngine::Core>
     }
 
     // Indexes one body of the record's object, then runs `then`.
-    void run(const Watcher& watcher, std::unordered_map<std::string, Record>::iterator it,
-             const json& body, bool listed, std::function<void()> then) {
+    void run(const Watcher& watcher, Records::iterator it, const json& body, bool listed,
+             std::function<void()> then) {
         Record& record = it->second;
         if (!watcher.any_async) {
             index_now(watcher, it->first, record, body);
@@ -542,7 +612,7 @@ struct IndexingEngine::Core : std::enable_shared_from_this<IndexingEngine::Core>
                     });
     }
 
-    void resume_backlog(const std::string& key) {
+    void resume_backlog(const ObjectKey& key) {
         const auto it = records.find(key);
         if (it == records.end() || !it->second.extras) return;
         auto& extras = *it->second.extras;
@@ -563,7 +633,7 @@ struct IndexingEngine::Core : std::enable_shared_from_this<IndexingEngine::Core>
             return;
         }
         Watcher& watcher = w->second;
-        std::string key = key_of(body);
+        const ObjectKey key = key_of(body);
         auto it = records.find(key);
         if (it != records.end() && it->second.extras && it->second.extras->busy) {
             std::weak_ptr<Core> weak = shared_from_this();
@@ -583,7 +653,7 @@ struct IndexingEngine::Core : std::enable_shared_from_this<IndexingEngine::Core>
             watcher.listing = true;
             ++watcher.generation;
         }
-        if (it == records.end()) it = records.try_emplace(std::move(key)).first;
+        if (it == records.end()) it = records.try_emplace(key).first;
         it->second.watcher = id;
         if (listed) it->second.listing = watcher.generation;
         run(watcher, it, body, listed, std::move(then));

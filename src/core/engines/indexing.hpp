@@ -28,12 +28,17 @@ class Memo;
 
 namespace kopf::detail {
 
-// One index: keys to stores; a store maps each contributing object to its value. Values are
+// One index: keys to stores; a store holds each contributing object's value (the object's
+// record in the engine knows its slot, so removal is O(1) without a map per store). Values are
 // shared so that a reader's snapshot of a store costs one pointer copy per value.
 struct IndexData {
-    using Owner = const void*;  // the object's record in the engine
+    using Owner = void*;  // the object's record in the engine
+    struct Slot {
+        Owner owner;
+        std::shared_ptr<const json> value;
+    };
     struct StoreData {
-        std::unordered_map<Owner, std::shared_ptr<const json>> values;
+        std::vector<Slot> values;
     };
     using Items = std::unordered_map<json, StoreData>;
 

@@ -105,6 +105,12 @@ TEST(BenchSmoke, SmokeRunCompletesAndPrintsEveryFigure) {
              "figure: timers 200, 1 s interval: ticks per second",
              "figure: timers 200: operator CPU per tick",
              "figure: timers 200: tick lateness p99",
+             "figure: indexing 200: operator RSS per indexed object",
+             "figure: indexing 200: operator CPU per indexed object",
+             "figure: indexing 200: all indices ready",
+             "figure: micro BM_IndexUpdate/10000",
+             "figure: micro BM_IndexUpdate/10000: heap per index entry",
+             "figure: indexing 200: every object's daemon runs, with the index",
          }) {
         EXPECT_NE(run.output.find(figure), std::string::npos) << "missing line: " << figure;
     }

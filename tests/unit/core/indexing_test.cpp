@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <kopf/kopf.hpp>
+#include <set>
 #include <thread>
 
 #include "loop/virtual_executor.hpp"
@@ -135,6 +136,25 @@ TEST(Indexing, ChangesMoveEntriesAndDeletionsEmptyTheKeys) {
     bed.event("DELETED", pod("ns", "p1", {{"app", "b"}}));
     EXPECT_TRUE(bed.engine.indices().get("by_label").empty());
     EXPECT_EQ(bed.engine.objects(), 0u);
+}
+
+TEST(Indexing, RemovalsFromABigStoreKeepEveryOtherValue) {
+    Registry registry;
+    on::index names(registry, "pods", {.id = "names"}, [](Context& ctx) { return ctx.name; });
+    Bed bed(registry);
+    std::set<std::string> expected;
+    for (int i = 0; i < 50; ++i) {
+        bed.event("ADDED", pod("ns", "p" + std::to_string(i)));
+        expected.insert("p" + std::to_string(i));
+    }
+    for (int i = 0; i < 50; i += 3) {  // from the front, the middle and the end of the store
+        bed.event("DELETED", pod("ns", "p" + std::to_string(i)));
+        expected.erase("p" + std::to_string(i));
+    }
+    bed.event("MODIFIED", pod("ns", "p49"));  // an update in place after the moves
+    const auto values = bed.engine.indices().get("names").get(nullptr).as<std::string>();
+    EXPECT_EQ(std::set<std::string>(values.begin(), values.end()), expected);
+    EXPECT_EQ(values.size(), expected.size());
 }
 
 TEST(Indexing, ARelistingRemovesWhatItNoLongerShows) {
