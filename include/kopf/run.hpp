@@ -15,7 +15,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <kopf/memo.hpp>
 #include <kopf/settings.hpp>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -96,6 +98,10 @@ struct RunOptions {
     /// Receives the operator's API client (kopf/api.hpp) once it has logged in, before the
     /// ready flag is set; its calls fail once the operator has exited.
     Client* client = nullptr;
+    /// The operator's memo (kopf/memo.hpp): a custom memo type, or values prepared before the
+    /// start; an empty kopf::Memo when null. Startup handlers fill it; every object's memo is
+    /// its copy (Memo::copy), made when the object is first seen.
+    std::shared_ptr<Memo> memo;
 };
 
 /// Runs the operator in the calling thread until SIGINT/SIGTERM (or the stop flag); a second

@@ -612,16 +612,22 @@ struct IndexingEngine::Core : std::enable_shared_from_this<IndexingEngine::Core>
                     });
     }
 
+    // The events that came while a coroutine index handler ran, in order, until one of them
+    // suspends again. Each may free the record's extras or forget the record: found anew.
     void resume_backlog(const ObjectKey& key) {
-        const auto it = records.find(key);
-        if (it == records.end() || !it->second.extras) return;
-        auto& extras = *it->second.extras;
-        extras.busy = false;
-        while (!extras.busy && !extras.backlog.empty()) {
+        for (bool first = true;; first = false) {
+            const auto it = records.find(key);
+            if (it == records.end() || !it->second.extras) return;
+            auto& extras = *it->second.extras;
+            if (first) extras.busy = false;
+            if (extras.busy) return;
+            if (extras.backlog.empty()) {
+                if (extras.failures.empty()) it->second.extras.reset();
+                return;
+            }
             auto next = std::move(extras.backlog.front());
             extras.backlog.pop_front();
-            next();  // may make it busy again: the rest waits for that one
-            if (records.find(key) == records.end()) return;
+            next();
         }
     }
 

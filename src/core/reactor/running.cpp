@@ -263,7 +263,10 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         PostingScope posting_scope(posting);
         work();
     });
-    Memo memo;
+    // The operator's memo: what startup handlers put into it reaches every object's memo.
+    const std::shared_ptr<Memo> operator_memo =
+        options.memo ? options.memo : std::make_shared<Memo>();
+    Memo& memo = *operator_memo;
 
     auto bridge = std::make_shared<StopBridge>();
     bridge->request = [&] { asio::post(io, [&] { request_stop("Stop-flag is set."); }); };
@@ -306,7 +309,7 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         [&registry, &options, &settings, &memo] {
             return try_login(registry, options, settings, memo);
         },
-        indices_data);
+        indices_data, operator_memo);
     if (options.client) *options.client = serving.client();
     serving.start(
         [&] {

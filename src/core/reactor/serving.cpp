@@ -103,7 +103,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
          const OperatorSettings& settings, std::shared_ptr<PostingContext> posting_context,
          NamespaceScope scope, ConnectionInfo credentials,
          std::function<std::optional<ConnectionInfo>()> login,
-         std::shared_ptr<kopf::detail::IndicesData> indices)
+         std::shared_ptr<kopf::detail::IndicesData> indices, std::shared_ptr<Memo> memobase)
         : io(io),
           executor(executor),
           registry(registry),
@@ -124,7 +124,9 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
                      process(key, std::move(event), std::move(done));
                  }),
           client_core(clients::make_client_core(io, api, watch_settings())),
-          client(client_core) {
+          client(client_core),
+          memo_holder(memobase ? std::move(memobase) : std::make_shared<Memo>()),
+          memo(*memo_holder) {
         vault->put("initial", std::move(credentials));
         env.client = &client;
         if (!registry.indexing.empty()) {
@@ -772,10 +774,12 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     std::optional<asio::steady_timer> retry_timer;  // between attempts to reach the API server
     reactor::ProcessingEnv env;
     ObjectQueues queues;
-    Memo memo;
     // The handlers' API client: `api` with a public face.
     std::shared_ptr<kopf::detail::ClientCore> client_core;
     kopf::Client client;
+    // The operator's memo (startup handlers fill it): each object's memo is a copy of it.
+    std::shared_ptr<Memo> memo_holder;
+    Memo& memo;
 
     std::optional<structs::Resource> crds;
     std::optional<structs::Resource> namespaces_resource;
@@ -807,10 +811,11 @@ ResourceServing::ResourceServing(asio::io_context& io, kopf::Executor& executor,
                                  std::shared_ptr<PostingContext> posting, NamespaceScope scope,
                                  ConnectionInfo credentials,
                                  std::function<std::optional<ConnectionInfo>()> login,
-                                 std::shared_ptr<kopf::detail::IndicesData> indices)
+                                 std::shared_ptr<kopf::detail::IndicesData> indices,
+                                 std::shared_ptr<Memo> memo)
     : impl_(std::make_shared<Impl>(io, executor, registry, settings, std::move(posting),
                                    std::move(scope), std::move(credentials), std::move(login),
-                                   std::move(indices))) {}
+                                   std::move(indices), std::move(memo))) {}
 
 ResourceServing::~ResourceServing() = default;
 

@@ -39,7 +39,8 @@ class ResourceServing {
                     const OperatorSettings& settings, std::shared_ptr<PostingContext> posting,
                     NamespaceScope scope, ConnectionInfo credentials,
                     std::function<std::optional<ConnectionInfo>()> login,
-                    std::shared_ptr<kopf::detail::IndicesData> indices = nullptr);
+                    std::shared_ptr<kopf::detail::IndicesData> indices = nullptr,
+                    std::shared_ptr<Memo> memo = nullptr);
     ~ResourceServing();
     ResourceServing(const ResourceServing&) = delete;
     ResourceServing& operator=(const ResourceServing&) = delete;

@@ -212,6 +212,22 @@ TEST(Indexing, CoroutineHandlersKeepEachObjectsEventsInOrder) {
     EXPECT_EQ(bed.contents("slow"), (json{{"\"Succeeded\"", {"p1"}}}));
 }
 
+TEST(Indexing, ADeletionWaitingBehindACoroutineHandlerEmptiesTheIndex) {
+    Registry registry;
+    on::index slow(registry, "pods", {.id = "slow"}, [](Context& ctx) -> Task<json> {
+        co_await kopf::sleep(1.0);
+        co_return json{{ctx.namespace_, ctx.name}};
+    });
+    Bed bed(registry);
+    bed.engine.on_event(bed.watcher, "ADDED", pod("ns", "p1"), false, [&bed] { ++bed.queued; });
+    bed.engine.on_event(bed.watcher, "MODIFIED", pod("ns", "p1"), false, [&bed] { ++bed.queued; });
+    bed.engine.on_event(bed.watcher, "DELETED", pod("ns", "p1"), false, [&bed] { ++bed.queued; });
+    bed.loop.run();
+    EXPECT_EQ(bed.queued, 3);
+    EXPECT_TRUE(bed.engine.indices().get("slow").empty());
+    EXPECT_EQ(bed.engine.objects(), 0u);
+}
+
 TEST(Indexing, ReadersOnOtherThreadsSeeWholeSnapshotsWhileTheIndexChanges) {
     Registry registry;
     on::index by_ns(registry, "pods", {.id = "by_ns"}, [](Context& ctx) {
