@@ -29,6 +29,9 @@ class BlockingPool {
     void join();
     // Threads waiting for a job.
     std::size_t idle_threads();
+    // At most `limit` jobs run at once from now on (threads are added when it grows beyond
+    // them; surplus threads stay asleep when it shrinks). 0 counts as 1.
+    void set_limit(std::size_t limit);
 
   private:
     // A condition variable, not a semaphore: libstdc++'s semaphores spin with sched_yield
@@ -44,7 +47,11 @@ class BlockingPool {
     std::deque<std::function<void()>> jobs_;
     std::vector<Worker*> idle_;  // the most recently idle last
     bool stopping_ = false;
+    std::size_t limit_ = 0;   // threads allowed to run jobs at once
+    std::size_t active_ = 0;  // threads woken and not yet idle again
     std::vector<std::unique_ptr<Worker>> workers_;
+    void add_worker();                                    // under the mutex
+    void wake_within_limit(std::vector<Worker*>& woken);  // under the mutex
 };
 
 }  // namespace kopf::loop

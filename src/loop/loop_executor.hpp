@@ -33,6 +33,9 @@ class LoopExecutor final : public kopf::Executor {
     void cancel_timers();
     // Blocking work still running in the pool.
     std::size_t blocking() const { return blocking_; }
+    // At most this many synchronous handlers at once (settings.execution.max_workers, which
+    // startup handlers may change after the pool is made).
+    void set_max_workers(std::size_t workers) { pool_.set_limit(workers); }
     // Waits for the blocking work still running; nothing new may be started after it.
     void join() { pool_.join(); }
 

@@ -254,10 +254,12 @@ void run_operator(const RunOptions& options, bool handle_signals) {
                          [&io, &request_stop](std::string reason) {
                              asio::post(io, [&request_stop, reason] { request_stop(reason); });
                          });
-    const std::size_t workers =
-        settings.execution.max_workers && *settings.execution.max_workers > 0
-            ? static_cast<std::size_t>(*settings.execution.max_workers)
-            : std::max(4u, std::thread::hardware_concurrency() + 4);
+    const auto pool_size = [](const OperatorSettings& s) -> std::size_t {
+        return s.execution.max_workers && *s.execution.max_workers > 0
+                   ? static_cast<std::size_t>(*s.execution.max_workers)
+                   : std::max(4u, std::thread::hardware_concurrency() + 4);
+    };
+    const std::size_t workers = pool_size(settings);
     // The synchronous handlers in the pool post their Events into this operator's posting.
     loop::LoopExecutor executor(io, workers, [posting](const std::function<void()>& work) {
         PostingScope posting_scope(posting);
@@ -299,6 +301,7 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     }
 
     run_activity(io, executor, registry, "startup", settings, memo, indices);
+    executor.set_max_workers(pool_size(settings));  // as the startup handlers left it
     exit_guard.set_timeout(settings.process.ultimate_exiting_timeout);
     posting->configure(settings.posting);  // as the startup handlers left it
     ConnectionInfo credentials = login(registry, options, settings, memo);

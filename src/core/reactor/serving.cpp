@@ -572,21 +572,33 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             const auto counted = self->objects.find(key);
             if (self->stopping || counted == self->objects.end() || counted->second.events != count)
                 return;
-            const json patch = reactor::touch_patch(self->settings, body, actions::Clock::now());
-            asio::co_spawn(
-                self->io,
-                self->api.patch(resource, metadata_field(body, "namespace"),
-                                metadata_field(body, "name"), clients::PatchType::Merge, patch),
-                [](std::exception_ptr error, json) {
-                    if (!error) return;
-                    try {
-                        std::rethrow_exception(error);
-                    } catch (const clients::NotFoundError&) {
-                    } catch (const std::exception& e) {
-                        logger("kopf.reactor.processing")->warn("Touching failed: {}", e.what());
-                    }
-                });
+            json patch = reactor::touch_patch(self->settings, body, actions::Clock::now());
+            // With a status subresource, the server drops status fields from a patch of the
+            // object: a dummy kept in the status (StatusProgressStorage) goes to /status.
+            if (resource.subresources.count("status") && patch.contains("status")) {
+                json status_patch = {{"status", std::move(patch["status"])}};
+                patch.erase("status");
+                self->send_touch(resource, body, std::move(status_patch), "status");
+            }
+            if (!patch.empty()) self->send_touch(resource, body, std::move(patch), "");
         });
+    }
+
+    void send_touch(const structs::Resource& resource, const json& body, json patch,
+                    std::string subresource) {
+        asio::co_spawn(
+            io,
+            api.patch(resource, metadata_field(body, "namespace"), metadata_field(body, "name"),
+                      clients::PatchType::Merge, std::move(patch), std::move(subresource)),
+            [](std::exception_ptr error, json) {
+                if (!error) return;
+                try {
+                    std::rethrow_exception(error);
+                } catch (const clients::NotFoundError&) {
+                } catch (const std::exception& e) {
+                    logger("kopf.reactor.processing")->warn("Touching failed: {}", e.what());
+                }
+            });
     }
 
     const structs::Resource* served_resource(const kopf::Resource& resource) const {

@@ -92,6 +92,47 @@ TEST(BlockingPool, SlowJobsDoNotHoldUpOthersWhileThreadsAreFree) {
     EXPECT_EQ(started, 3);
 }
 
+TEST(BlockingPool, ALimitSetLaterBoundsTheJobsRunningAtOnceBothWays) {
+    BlockingPool pool(4);
+    pool.set_limit(1);  // as a startup handler's settings.execution.max_workers = 1
+    std::atomic<int> now{0}, most{0}, done{0};
+    const auto job = [&] {
+        const int running = ++now;
+        int seen = most;
+        while (running > seen && !most.compare_exchange_weak(seen, running)) {
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        --now;
+        ++done;
+    };
+    for (int i = 0; i < 6; ++i) pool.submit(job);
+    while (done < 6) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(most.load(), 1);
+
+    // Raised beyond the threads it has: more threads, more jobs at once.
+    pool.set_limit(6);
+    most = 0;
+    std::mutex mutex;
+    std::condition_variable changed;
+    int started = 0;
+    bool release = false;
+    for (int i = 0; i < 6; ++i) {
+        pool.submit([&] {
+            std::unique_lock lock(mutex);
+            ++started;
+            changed.notify_all();
+            changed.wait(lock, [&] { return release; });
+        });
+    }
+    ASSERT_TRUE(wait_for(mutex, changed, started, 6));
+    {
+        std::lock_guard lock(mutex);
+        release = true;
+    }
+    changed.notify_all();
+    pool.join();
+}
+
 TEST(BlockingPool, JoinFinishesTheQueuedJobsThenRefusesNewOnes) {
     std::atomic<int> done = 0;
     BlockingPool pool(1);
