@@ -2,11 +2,14 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "kopf/apiserver/server.hpp"
@@ -29,28 +32,49 @@ int exit_code_of(int status) {
     return -1;
 }
 
+// posix_spawnp, not fork(): this process runs the embedded API server's threads, and a forked
+// child that allocates before exec deadlocks when another thread held the allocator's lock at
+// the fork (it hung e2e tests under ASan: the child spun forever in the sanitizer's allocator).
+// Everything the child needs is made here, before the spawn. Returns -1 if it cannot start.
 pid_t spawn(const std::vector<std::string>& argv,
             const std::vector<std::pair<std::string, std::string>>& env, const fs::path& output) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-        const int fd = open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, STDOUT_FILENO);
-            dup2(fd, STDERR_FILENO);
-            close(fd);
-        }
-        // Our own process group, and default signal dispositions for the child.
-        setpgid(0, 0);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
-        std::vector<char*> args;
-        for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-        args.push_back(nullptr);
-        execvp(args[0], args.data());
-        _exit(127);
+    std::vector<std::string> environment;
+    for (char** entry = environ; *entry; ++entry) {
+        const std::string text(*entry);
+        const std::string name = text.substr(0, text.find('='));
+        const bool overridden = std::any_of(env.begin(), env.end(),
+                                            [&name](const auto& kv) { return kv.first == name; });
+        if (!overridden) environment.push_back(text);
     }
-    return pid;
+    for (const auto& [name, value] : env) environment.push_back(name + "=" + value);
+    std::vector<char*> envp;
+    for (auto& entry : environment) envp.push_back(entry.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> arguments(argv.begin(), argv.end());
+    std::vector<char*> args;
+    for (auto& arg : arguments) args.push_back(arg.data());
+    args.push_back(nullptr);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    // Its own process group, and default dispositions of the signals the tests send.
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setpgroup(&attributes, 0);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGINT);
+    sigaddset(&defaults, SIGTERM);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    pid_t pid = -1;
+    const int failed = posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), envp.data());
+    posix_spawnattr_destroy(&attributes);
+    posix_spawn_file_actions_destroy(&actions);
+    return failed ? -1 : pid;
 }
 
 }  // namespace
@@ -74,9 +98,13 @@ CommandResult run(const std::vector<std::string>& argv,
     CommandResult result;
     const pid_t pid = spawn(argv, env, name);
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    if (pid < 0) {
+        result.exit_code = 127;  // as a shell reports a program it cannot run
+    } else {
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        result.exit_code = exit_code_of(status);
     }
-    result.exit_code = exit_code_of(status);
     result.output = read_all(name);
     fs::remove(name);
     return result;
@@ -134,6 +162,7 @@ void OperatorProcess::start(const fs::path& kubeconfig, const std::vector<std::s
                  {{"KUBECONFIG", kubeconfig.string()},
                   {"KOPF_CACHE_DIR", (fs::temp_directory_path() / "kopf-e2e-cache").string()}},
                  log_path_);
+    if (pid_ < 0) throw std::runtime_error("Cannot start " + argv.front());
 }
 
 OperatorProcess::~OperatorProcess() {
