@@ -238,6 +238,8 @@ struct probe {
         detail::register_probe(Registry::default_registry(), std::move(o),
                                detail::make_probe_callable(std::move(fn)), n.name);
     }
+    template <class F>
+    probe(detail::Named n, F fn) : probe(n, ActivityOptions{}, std::move(fn)) {}
 };
 
 /// Creation of an object (no diff base yet).
@@ -311,6 +313,8 @@ struct activity {
         kopf::detail::register_activity(Registry::default_registry(), Activity, std::move(o),
                                         detail_activity::adapt(std::move(fn)), n.name);
     }
+    template <class F>
+    activity(kopf::detail::Named n, F fn) : activity(n, ActivityOptions{}, std::move(fn)) {}
 };
 inline constexpr char startup_name[] = "startup";
 inline constexpr char cleanup_name[] = "cleanup";
@@ -353,6 +357,8 @@ struct login {
         kopf::detail::register_login(Registry::default_registry(), std::move(o),
                                      adapt(std::move(fn)), n.name);
     }
+    template <class F>
+    login(kopf::detail::Named n, F fn) : login(n, ActivityOptions{}, std::move(fn)) {}
 };
 
 }  // namespace on
@@ -400,7 +406,7 @@ inline void execute(
 #define KOPF_DETAIL_CONCAT(a, b) KOPF_DETAIL_CONCAT2(a, b)
 #define KOPF_DETAIL_REGISTER(kind, fn, ...)                                     \
     static const kind KOPF_DETAIL_CONCAT(kopf_registration_##fn##_, __LINE__) { \
-        ::kopf::detail::Named{#fn}, __VA_ARGS__, fn                             \
+        ::kopf::detail::Named{#fn} __VA_OPT__(, ) __VA_ARGS__, fn               \
     }
 
 /// `KOPF_ON_CREATE(fn, "kopfexamples", {.retries = 3});` — id defaults to "fn".
@@ -421,7 +427,7 @@ inline void execute(
 /// `KOPF_INDEX(fn, "pods");` — the index is named "fn" (or by `.id`).
 #define KOPF_INDEX(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::index, fn, __VA_ARGS__)
 #define KOPF_ON_INDEX(fn, ...) KOPF_INDEX(fn, __VA_ARGS__)
-/// `KOPF_ON_PROBE(fn, {});` — reported under "fn" (or `.id`) by the liveness endpoint.
+/// `KOPF_ON_PROBE(fn);` — reported under "fn" (or `.id`) by the liveness endpoint.
 #define KOPF_ON_PROBE(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::probe, fn, __VA_ARGS__)
 #define KOPF_PROBE(fn, ...) KOPF_ON_PROBE(fn, __VA_ARGS__)
 #define KOPF_ON_LOGIN(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::login, fn, __VA_ARGS__)

@@ -76,8 +76,8 @@ class Client;
 
 /// What `kopf run` options mean for an operator started from code.
 struct RunOptions {
-    /// Namespace patterns (globs, `!exclusions`, comma-separated; see "Scopes"). Either these
-    /// or `clusterwide` must be given.
+    /// Namespace patterns (globs, `!exclusions`, comma-separated; see "Scopes"), or
+    /// `clusterwide`; with neither, the whole cluster with a warning (as Kopf).
     std::vector<std::string> namespaces;
     bool clusterwide = false;
     /// Peering: no peering at all, a peering name other than "default", a priority.

@@ -28,6 +28,19 @@ void print_error(const std::string& message) {
 
 }  // namespace
 
+RunOptions run_options_of(const RunCommandOptions& command) {
+    RunOptions options;
+    options.namespaces = command.namespaces;
+    options.clusterwide = command.all_namespaces;
+    options.standalone = command.standalone;
+    if (!command.peering.empty()) options.peering_name = command.peering;
+    if (command.priority) options.priority = command.priority;
+    if (command.dev) options.priority = 666;  // as Kopf: --dev wins over --priority
+    if (!command.liveness.empty()) options.liveness_endpoint = command.liveness;
+    if (!command.context.empty()) options.context = command.context;
+    return options;
+}
+
 int run_command(const RunCommandOptions& command) {
     LoggingOptions logging;
     try {
@@ -83,16 +96,7 @@ int run_command(const RunCommandOptions& command) {
         return 1;
     }
 
-    RunOptions options;
-    options.namespaces = command.namespaces;
-    options.clusterwide = command.all_namespaces;
-    options.standalone = command.standalone;
-    if (!command.peering.empty()) options.peering_name = command.peering;
-    if (command.priority) options.priority = command.priority;
-    if (command.dev && !command.priority) options.priority = 666;
-    if (!command.liveness.empty()) options.liveness_endpoint = command.liveness;
-    if (!command.context.empty()) options.context = command.context;
-    const int code = kopf::run(options);
+    const int code = kopf::run(run_options_of(command));
     // Daemons abandoned on their threads ("Leaving it orphaned") must not run into the static
     // destructors of the process: end it without them, the logs flushed.
     if (engines::daemon_threads_running() > 0) {
@@ -128,10 +132,10 @@ int main(int argc, char** argv, const std::vector<ExtraCommand>& extra_commands)
         ->allow_extra_args(false);
     run_app->add_flag("-A,--all-namespaces", run.all_namespaces, "Serve the whole cluster");
     run_app->add_flag("--standalone", run.standalone, "Disable peering: run as the only instance");
-    run_app->add_option("--peering", run.peering, "The name of the peering object to use");
-    run_app->add_option("--priority", run.priority, "The priority in the peering (default 0)");
-    run_app->add_flag("--dev", run.dev, "Development mode: implies --priority=666");
-    run_app->add_option("--liveness", run.liveness,
+    run_app->add_option("-P,--peering", run.peering, "The name of the peering object to use");
+    run_app->add_option("-p,--priority", run.priority, "The priority in the peering (default 0)");
+    run_app->add_flag("--dev", run.dev, "Development mode: --priority=666, whatever -p says");
+    run_app->add_option("-L,--liveness", run.liveness,
                         "Serve health probes at this endpoint, e.g. http://0.0.0.0:8080/healthz");
     run_app->add_option("--context", run.context, "The kubeconfig context to use");
     run_app->add_option("--log-format", run.log_format, "full (default), plain or json")

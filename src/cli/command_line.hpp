@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <kopf/run.hpp>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@ struct RunCommandOptions {
     bool debug = false;
     bool quiet = false;
 };
+
+// The operator's run options for the parsed command line (Kopf's rules: --dev means priority
+// 666 whatever --priority says).
+RunOptions run_options_of(const RunCommandOptions& options);
 
 // Runs `kopf run` with parsed options: logging, scope checks, loading the operator files,
 // then kopf::run(). Returns the exit code; errors are printed as one paragraph on stderr.

@@ -32,11 +32,17 @@ std::string minimal() {
 
 }  // namespace
 
-TEST(BadInput, NeitherNamespaceNorAllNamespacesIsAnError) {
-    auto result = kopf_run({minimal()});
-    EXPECT_NE(result.exit_code, 0);
-    EXPECT_NE(result.output.find("Neither --namespace nor --all-namespaces"), std::string::npos)
-        << result.output;
+// As Kopf: a warning, then the whole cluster is served.
+TEST(BadInput, NeitherNamespaceNorAllNamespacesWarnsAndServesTheCluster) {
+    if (!have_program("kubectl")) GTEST_SKIP() << "kubectl is not installed";
+    Cluster cluster;
+    auto crd = cluster.kubectl({"apply", "-f", (source_dir() / "examples/crd.yaml").string()});
+    ASSERT_EQ(crd.exit_code, 0) << crd.output;
+    OperatorProcess op(cluster, {minimal(), "--verbose"});
+    ASSERT_TRUE(op.wait_for_log("Serving resource kopfexamples.v1.kopf.dev.")) << op.log();
+    EXPECT_TRUE(op.wait_for_log("Watching kopfexamples.v1.kopf.dev cluster-wide.")) << op.log();
+    EXPECT_NE(op.log().find("switching to the cluster-wide mode"), std::string::npos) << op.log();
+    EXPECT_EQ(op.stop(SIGINT), 0) << op.log();
 }
 
 TEST(BadInput, InvalidNamespacePatternIsNamed) {

@@ -32,3 +32,18 @@ TEST(Cli, UnknownCommandIsNamedInTheError) {
     EXPECT_NE(unknown.exit_code, 0);
     EXPECT_NE(unknown.output.find("frobnicate"), std::string::npos) << unknown.output;
 }
+
+// Kopf's short forms of `kopf run` options: -L (liveness), -P (peering), -p (priority).
+TEST(Cli, RunTakesKopfsShortForms) {
+    auto help = run({kopf_binary().string(), "run", "--help"});
+    EXPECT_EQ(help.exit_code, 0) << help.output;
+    for (const char* option : {"-L,--liveness", "-P,--peering", "-p,--priority"})
+        EXPECT_NE(help.output.find(option), std::string::npos) << option << " in:\n" << help.output;
+    // -L is the liveness endpoint: a bad one is refused, named, before anything else starts.
+    auto bad = run({kopf_binary().string(), "run",
+                    (source_dir() / "examples/01-minimal/example.cpp").string(), "-n", "default",
+                    "-L", "not-an-endpoint"});
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.output.find("Invalid --liveness endpoint 'not-an-endpoint'"), std::string::npos)
+        << bad.output;
+}

@@ -74,10 +74,10 @@ TEST_F(Install, OperatorBuildsWithFindPackage) {
     auto version = run({(dir_ / "build" / "my-operator").string(), "version"});
     EXPECT_EQ(version.exit_code, 0) << version.output;
     EXPECT_NE(version.output.find("kopf++ "), std::string::npos) << version.output;
-    auto no_scope = run({(dir_ / "build" / "my-operator").string(), "run"});
-    EXPECT_NE(no_scope.exit_code, 0);
-    EXPECT_NE(no_scope.output.find("Neither --namespace nor --all-namespaces"), std::string::npos)
-        << no_scope.output;
+    auto both_scopes = run({(dir_ / "build" / "my-operator").string(), "run", "-A", "-n", "x"});
+    EXPECT_NE(both_scopes.exit_code, 0);
+    EXPECT_NE(both_scopes.output.find("Either --namespace or --all-namespaces"), std::string::npos)
+        << both_scopes.output;
 }
 
 TEST_F(Install, OperatorBuildsWithPkgConfig) {

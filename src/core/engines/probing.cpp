@@ -220,8 +220,9 @@ LivenessServer::LivenessServer(asio::io_context& io, const std::string& endpoint
                                              error.code().message()));
     }
     asio::co_spawn(io, impl_->accept_loop(), asio::detached);
+    // At INFO: with port 0, this line is where the chosen port shows.
     logger("kopf.engines.probing")
-        ->debug("Serving health status at http://{}:{}{}", host, this->port(), impl_->path);
+        ->info("Serving health status at http://{}:{}{}", host, this->port(), impl_->path);
 }
 
 LivenessServer::~LivenessServer() {

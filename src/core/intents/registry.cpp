@@ -149,7 +149,25 @@ void verify_duration(const std::string& what, const char* option, const std::opt
                                     std::to_string(s->value) + ".");
 }
 
-// The options that daemons and timers share with other handlers.
+// The options that daemons, timers and index handlers share with other handlers.
+template <class Options>
+HandlerOptions common_options(const std::string& id, Options& o) {
+    HandlerOptions common;
+    common.id = id;
+    common.param = std::move(o.param);
+    common.errors = o.errors;
+    common.timeout = seconds(o.timeout);
+    common.retries = o.retries;
+    common.backoff = seconds(o.backoff);
+    common.labels = std::move(o.labels);
+    common.annotations = std::move(o.annotations);
+    common.when = std::move(o.when);
+    common.field = std::move(o.field);
+    common.value = std::move(o.value);
+    return common;
+}
+
+// The daemon or timer with the options that daemons and timers share with other handlers.
 template <class Options>
 SpawningHandler make_spawning(SpawningHandler::Kind kind, Selector selector, Options& o,
                               Callable fn, const std::string& default_id) {
@@ -167,18 +185,7 @@ SpawningHandler make_spawning(SpawningHandler::Kind kind, Selector selector, Opt
     h.fn = std::move(fn);
     h.selector = std::move(selector);
     h.initial_delay = seconds(o.initial_delay);
-    HandlerOptions& common = h.options;
-    common.id = h.id;
-    common.param = std::move(o.param);
-    common.errors = o.errors;
-    common.timeout = seconds(o.timeout);
-    common.retries = o.retries;
-    common.backoff = seconds(o.backoff);
-    common.labels = std::move(o.labels);
-    common.annotations = std::move(o.annotations);
-    common.when = std::move(o.when);
-    common.field = std::move(o.field);
-    common.value = std::move(o.value);
+    h.options = common_options(h.id, o);
     return h;
 }
 
@@ -247,18 +254,8 @@ void register_index(Registry& registry, Selector selector, IndexOptions options,
     h.sync = std::move(fn.sync);
     h.async = std::move(fn.async);
     h.selector = std::move(selector);
-    HandlerOptions& common = h.options;
-    common.id = h.id;
-    common.param = std::move(options.param);
-    common.errors = options.errors.value_or(ErrorsMode::IGNORED);  // as Kopf's indexing
-    common.timeout = seconds(options.timeout);
-    common.retries = options.retries;
-    common.backoff = seconds(options.backoff);
-    common.labels = std::move(options.labels);
-    common.annotations = std::move(options.annotations);
-    common.when = std::move(options.when);
-    common.field = std::move(options.field);
-    common.value = std::move(options.value);
+    h.options = common_options(h.id, options);
+    if (!h.options.errors) h.options.errors = ErrorsMode::IGNORED;  // as Kopf's indexing
     registry.append(std::move(h));
 }
 

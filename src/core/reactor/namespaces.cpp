@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "core/actions/logging.hpp"
+
 namespace kopf::runtime {
 
 bool glob_match(std::string_view glob, std::string_view text) {
@@ -89,14 +91,18 @@ NamespaceScope NamespaceScope::from_options(bool all_namespaces,
             "Either --namespace or --all-namespaces can be used, not both: -A serves the whole "
             "cluster through the cluster-wide endpoints, -n serves the matching namespaces.");
     }
-    if (!all_namespaces && patterns.empty()) {
-        throw std::invalid_argument(
-            "Neither --namespace nor --all-namespaces is specified: the operator does not know "
-            "what to serve. Use -A/--all-namespaces for the whole cluster, or "
-            "-n/--namespace NAME (repeatable, globs and !exclusions allowed) for namespaces.");
-    }
     NamespaceScope scope;
     scope.clusterwide = all_namespaces;
+    if (!all_namespaces && patterns.empty()) {
+        // As Kopf: a warning, and the whole cluster.
+        logger("kopf.reactor.running")
+            ->warn(
+                "Absence of either namespaces or cluster-wide flag will become an error soon. For "
+                "now, switching to the cluster-wide mode for backward compatibility. Use "
+                "-A/--all-namespaces for the whole cluster, or -n/--namespace NAME (repeatable, "
+                "globs and !exclusions allowed) for namespaces.");
+        scope.clusterwide = true;
+    }
     for (const auto& text : patterns) scope.patterns.emplace_back(text);
     return scope;
 }

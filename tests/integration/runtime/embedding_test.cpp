@@ -44,7 +44,9 @@ TEST_F(Embedding, StartupFailureIsThrownWithTheReason) {
     kopf::Registry registry;
     kopf::on::create registration(registry, kopf::Selector("kopfexamples"), {.id = "create_fn"},
                                   [](kopf::Context&) {});
-    kopf::RunOptions options;  // neither namespaces nor clusterwide
+    kopf::RunOptions options;
+    options.namespaces = {"default"};
+    options.clusterwide = true;  // both: the scope is ambiguous
     options.registry = &registry;
     try {
         kopf::operator_(options);

@@ -51,13 +51,10 @@ TEST(NamespacePattern, EmptyGlobsAreRejected) {
     EXPECT_THROW(NamespacePattern("!"), std::invalid_argument);
 }
 
-TEST(NamespaceScope, NeitherNamespacesNorClusterwideIsAnError) {
-    try {
-        NamespaceScope::from_options(false, {});
-        FAIL() << "no error";
-    } catch (const std::invalid_argument& error) {
-        EXPECT_NE(std::string(error.what()).find("--all-namespaces"), std::string::npos);
-    }
+TEST(NamespaceScope, NeitherNamespacesNorClusterwideServesTheWholeCluster) {
+    const auto scope = NamespaceScope::from_options(false, {});  // as Kopf, with a warning
+    EXPECT_TRUE(scope.clusterwide);
+    EXPECT_TRUE(scope.matches("any-namespace"));
 }
 
 TEST(NamespaceScope, BothNamespacesAndClusterwideIsAnError) {

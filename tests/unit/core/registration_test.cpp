@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <kopf/kopf.hpp>
+#include <set>
 
 namespace {
 
@@ -20,6 +21,14 @@ void startup_fn(kopf::ActivityContext& ctx) {
     ctx.settings.posting.enabled = false;
 }
 KOPF_ON_STARTUP(startup_fn, {});
+
+// Activities and probes without options, as Kopf's bare @kopf.on.startup() and @kopf.on.probe().
+void bare_startup(kopf::ActivityContext&) {}
+KOPF_ON_STARTUP(bare_startup);
+kopf::json bare_probe(kopf::ActivityContext&) {
+    return 1;
+}
+KOPF_ON_PROBE(bare_probe);
 
 kopf::Task<void> async_delete(kopf::Context&) {
     co_return;
@@ -63,6 +72,15 @@ TEST(Registration, StartupHandlersAreActivities) {
         if (a.id == "startup_fn" && a.activity == "startup") found = true;
     }
     EXPECT_TRUE(found);
+}
+
+TEST(Registration, ActivitiesAndProbesNeedNoOptions) {
+    std::set<std::string> found;
+    for (const auto& a : kopf::Registry::default_registry().activities) {
+        if (a.id == "bare_startup" && a.activity == "startup") found.insert(a.id);
+        if (a.id == "bare_probe" && a.activity == "probe" && a.probe) found.insert(a.id);
+    }
+    EXPECT_EQ(found, (std::set<std::string>{"bare_startup", "bare_probe"}));
 }
 
 TEST(Registration, ExplicitIdsWin) {
