@@ -346,6 +346,9 @@ void Server::Impl::stop() {
     for (auto& thread : threads) thread.join();
     threads.clear();
     if (handlers) handlers->join();
+    // The core holds the open watches' channels, whose timers belong to `io`: they go before
+    // it (released with the core later, they touched the freed io: a use-after-free at exit).
+    if (core) core->drop_watches();
     // Pending coroutines hold connections and watch channels: end them while the core
     // and the rest of this object still exist. The acceptor goes first: it needs `io`.
     acceptor.reset();
