@@ -4,27 +4,18 @@
 // Run it with: kopf run examples/10-builtins/example.cpp --verbose -A --standalone
 //
 // Pods are deleted with the operator's own API client (ctx.api), where Kopf's example uses a
-// third-party one (pykube).
-#include <atomic>
-#include <coroutine>
+// third-party one (pykube). The handlers and the tasks all run on the operator's event loop, as
+// in Kopf, so the task table needs no lock.
 #include <cstdlib>
 #include <kopf/kopf.hpp>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 namespace {
 
-// A background killer of one Pod: cancelled by the Pod's deletion, or done (the Pod is deleted
-// by us). The deletion handler removes it from `tasks` either way.
-struct KillerTask {
-    std::atomic<bool> cancelled = false;
-    std::atomic<bool> killed = false;
-};
-
-std::mutex tasks_mutex;
-std::map<std::string, std::shared_ptr<KillerTask>> tasks;  // "namespace/name" -> task
+// namespace -> name -> the Pod's killer
+std::map<std::string, std::map<std::string, kopf::BackgroundTask>> tasks;
 
 double killer_timeout() {
     const char* text = std::getenv("EXAMPLE_POD_KILLER_TIMEOUT");
@@ -32,28 +23,26 @@ double killer_timeout() {
     return 30;
 }
 
-// The executor that runs the current coroutine: for starting background tasks on the same loop,
-// as asyncio.create_task() does.
-struct current_executor {
-    kopf::Executor* executor = nullptr;
-    bool await_ready() const noexcept { return false; }
-    template <class P>
-    bool await_suspend(std::coroutine_handle<P> handle) noexcept {
-        executor = handle.promise().executor;
-        return false;  // continue at once
+// Kopf's `finally:` of the killer: the task leaves the table however it ends.
+struct Forget {
+    std::string namespace_;
+    std::string name;
+    ~Forget() {
+        auto found = tasks.find(namespace_);
+        if (found != tasks.end()) found->second.erase(name);
     }
-    kopf::Executor* await_resume() const noexcept { return executor; }
 };
 
-kopf::Task<void> pod_killer(kopf::Api pods, std::string name, std::shared_ptr<KillerTask> task,
-                            double timeout) {
-    // Sleep in short steps to notice a cancellation soon.
-    for (double slept = 0; slept < timeout && !task->cancelled; slept += 0.1) {
-        co_await kopf::sleep(0.1);
-    }
-    if (!task->cancelled) {
-        task->killed = true;
+kopf::Task<void> pod_killer(std::string namespace_, std::string name,
+                            std::shared_ptr<kopf::Logger> logger, kopf::Api pods, double timeout) {
+    Forget forget{namespace_, name};
+    try {
+        logger->info("=== Pod killing happens in {}s.", timeout);
+        co_await kopf::sleep(timeout);
+        logger->info("=== Pod killing happens NOW!");
         co_await pods.delete_(name);
+    } catch (const kopf::CancelledError&) {
+        logger->info("=== Pod killing is cancelled!");
     }
 }
 
@@ -61,34 +50,19 @@ kopf::Task<void> pod_killer(kopf::Api pods, std::string name, std::shared_ptr<Ki
 
 kopf::Task<void> pod_in_sight(kopf::Context& ctx) {
     if (ctx.namespace_.rfind("kube-", 0) == 0) co_return;
-    const double timeout = killer_timeout();
-    auto task = std::make_shared<KillerTask>();
-    {
-        std::lock_guard lock(tasks_mutex);
-        tasks[ctx.namespace_ + "/" + ctx.name] = task;
-    }
-    ctx.logger.info("=== Pod killing happens in {}s.", timeout);
-    kopf::Executor* executor = co_await current_executor();
-    kopf::spawn(*executor, pod_killer(ctx.api("pods", ctx.namespace_), ctx.name, task, timeout),
-                [](std::exception_ptr) {});
+    auto killer = pod_killer(ctx.namespace_, ctx.name, ctx.logger_ptr,
+                             ctx.api("pods", ctx.namespace_), killer_timeout());
+    kopf::BackgroundTask task = co_await kopf::spawn(std::move(killer), "pod_killer");
+    tasks[ctx.namespace_][ctx.name] = task;
 }
 KOPF_ON_RESUME(pod_in_sight, "pods");
 KOPF_ON_CREATE(pod_in_sight, "pods");
 
-void pod_deleted(kopf::Context& ctx) {
-    std::shared_ptr<KillerTask> task;
-    {
-        std::lock_guard lock(tasks_mutex);
-        auto it = tasks.find(ctx.namespace_ + "/" + ctx.name);
-        if (it == tasks.end()) return;
-        task = it->second;
-        tasks.erase(it);
-    }
-    if (task->killed) {
-        ctx.logger.info("=== Pod killing has happened.");
-    } else {
-        task->cancelled = true;
-        ctx.logger.info("=== Pod killing is cancelled!");
-    }
+kopf::Task<void> pod_deleted(kopf::Context& ctx) {
+    auto in_namespace = tasks.find(ctx.namespace_);
+    if (in_namespace == tasks.end()) co_return;
+    auto found = in_namespace->second.find(ctx.name);
+    if (found == in_namespace->second.end()) co_return;
+    found->second.cancel();  // it will also remove itself from `tasks`
 }
 KOPF_ON_DELETE(pod_deleted, "pods");

@@ -30,7 +30,9 @@
 #include <kopf/errors.hpp>
 #include <kopf/json.hpp>
 #include <kopf/resource.hpp>
+#include <kopf/stopped.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace kopf {
@@ -40,6 +42,7 @@ class OperatorFlag;
 namespace detail {
 struct ClientCore;  // the client, its loop and its discovered resources
 struct ApiRequest;  // one prepared call and, once done, its result
+struct WatchQueue;  // the events of one WatchStream, waiting to be taken
 }  // namespace detail
 
 /// How a patch is interpreted (its Content-Type).
@@ -102,6 +105,58 @@ class [[nodiscard]] ApiCall {
     std::shared_ptr<detail::ApiRequest> request_;
 };
 
+/// A watch read one event at a time (`Api::stream()`), for daemons and background tasks:
+///
+///     kopf::Task<void> follow_pods(kopf::Context& ctx) {   // a coroutine daemon
+///         auto events = ctx.api("pods", ctx.namespace_).stream(ctx.stopped);
+///         while (auto event = co_await events.next()) {
+///             ctx.logger.info("{} {}", event->type, event->object["metadata"]["name"]);
+///         }
+///     }
+///
+/// It lists first (the listing arrives as "ADDED" events), then follows the changes: resumes
+/// after dropped streams, relists after 410 Gone (bookmarks keep its place), re-logs in on 401.
+/// Events wait in the stream until taken. It ends when stopped (stop(), its destruction, the
+/// daemon's stop flag given to `stream()`) or when the operator exits: next() then gives
+/// std::nullopt. A watch that fails for good (e.g. 403 Forbidden) throws its kopf::ApiError
+/// from next(). Move-only.
+class WatchStream {
+  public:
+    /// The awaited or blocking result of next().
+    class [[nodiscard]] Next {
+      public:
+        bool await_ready() const;
+        bool await_suspend(std::coroutine_handle<> awaiting) const;
+        std::optional<WatchEvent> await_resume() const;
+        /// Blocks the calling thread until an event or the end (synchronous daemons); not on
+        /// the operator's event loop.
+        std::optional<WatchEvent> wait() const;
+
+      private:
+        friend class WatchStream;
+        explicit Next(std::shared_ptr<detail::WatchQueue> queue) : queue_(std::move(queue)) {}
+        std::shared_ptr<detail::WatchQueue> queue_;
+    };
+
+    WatchStream() = default;
+    explicit WatchStream(std::shared_ptr<detail::WatchQueue> queue) : queue_(std::move(queue)) {}
+    WatchStream(WatchStream&&) noexcept = default;
+    WatchStream& operator=(WatchStream&& other) noexcept;
+    WatchStream(const WatchStream&) = delete;
+    WatchStream& operator=(const WatchStream&) = delete;
+    ~WatchStream();
+
+    /// The next event, or std::nullopt once the stream has ended.
+    Next next() const;
+    /// Ends the stream (from any thread): a pending next() gives std::nullopt.
+    void stop() const;
+    /// A function that ends the stream if it still exists (for stop flags' callbacks).
+    std::function<void()> stopper() const;
+
+  private:
+    std::shared_ptr<detail::WatchQueue> queue_;
+};
+
 /// The API of one resource, cluster-wide or in one namespace. Cheap to copy; valid while its
 /// client is (the operator's client closes when the operator exits: calls then throw).
 /// The resource is any of Kopf's resource specifications; it is resolved against the cluster's
@@ -156,9 +211,19 @@ class Api {
     /// operator's loop: keep it short. The watch ends with an exception from `on_event`.
     ApiCall<json> watch(std::function<void(const WatchEvent&)> on_event,
                         OperatorFlag* stop = nullptr) const;
+    /// The same watch as a stream to pull events from (see kopf::WatchStream), started at
+    /// once; it ends by itself when `until` (a daemon's `ctx.stopped`) is set. Label and field
+    /// selectors as in list().
+    WatchStream stream(DaemonStopped until = {}, std::string label_selector = "",
+                       std::string field_selector = "") const {
+        WatchStream events = open_stream(std::move(label_selector), std::move(field_selector));
+        until.on_set(events.stopper());
+        return events;
+    }
 
   private:
     ApiCall<json> call(std::shared_ptr<detail::ApiRequest> request) const;
+    WatchStream open_stream(std::string label_selector, std::string field_selector) const;
 
     std::shared_ptr<detail::ClientCore> core_;
     Selector resource_;

@@ -68,6 +68,9 @@ struct Context {
     /// Daemons and timers: the stop flag (kopf/stopped.hpp); never set in other handlers.
     DaemonStopped stopped{};
     Indices indices{};  ///< the operator's in-memory indices (kopf/index.hpp)
+    /// `logger`, shared: for work that outlives the handler, such as a background task
+    /// (kopf::spawn) that logs about the object later. Never null in the operator's handlers.
+    std::shared_ptr<Logger> logger_ptr{};
 
     /// The Kubernetes API of one resource with the operator's credentials (kopf/api.hpp):
     /// `co_await ctx.api("configmaps", ctx.namespace_).create(body)`.

@@ -8,6 +8,7 @@
 //     }
 #pragma once
 
+#include <cstddef>
 #include <kopf/logger.hpp>
 #include <kopf/storage.hpp>
 #include <memory>
@@ -91,6 +92,11 @@ struct NetworkingSettings {
     std::vector<double> error_backoffs = {1, 1, 2, 3, 5, 8, 13, 21};
     bool enforce_retry_after = false;
     bool trust_env = false;
+    /// The client-side rate limit of the operator's API requests (watches, patches, and the
+    /// handlers' own calls through ctx.api()): at most `qps` requests per second on average,
+    /// in bursts of up to `burst` (max(1, qps) when 0). Off when 0, as in Kopf, which has none.
+    double qps = 0;
+    std::size_t burst = 0;
 };
 
 struct PersistenceSettings {

@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <coroutine>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -104,6 +105,10 @@ class DaemonStopped {
     /// until stopped.
     Wait wait(Seconds timeout) const;
     Wait wait() const;
+
+    /// Calls `callback` once when the flag is set (at once if it is set already), on the
+    /// thread that sets it (the operator's loop). Nothing happens for an empty flag.
+    void on_set(std::function<void()> callback) const;
 
   private:
     std::shared_ptr<detail::StopFlag> flag_;

@@ -33,6 +33,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -46,6 +47,11 @@ class CancelledError : public std::runtime_error {
   public:
     CancelledError() : std::runtime_error("The coroutine is cancelled.") {}
 };
+
+namespace detail {
+class BackgroundTasks;       // the operator's background tasks (the library's)
+struct BackgroundTaskState;  // one of them
+}  // namespace detail
 
 /// Where coroutines continue: implemented inside the library on top of the event loop
 /// (and by a manual, virtual-time executor for tests).
@@ -67,6 +73,8 @@ class Executor {
     /// Whether the coroutines on this executor are cancelled (a daemon stopped by force): the
     /// awaitables then throw kopf::CancelledError when they resume.
     virtual bool cancelled() const { return false; }
+    /// The operator's background tasks that kopf::spawn adds to; none outside an operator.
+    virtual detail::BackgroundTasks* background_tasks() const { return nullptr; }
 };
 
 namespace detail {
@@ -195,10 +203,11 @@ inline Detached run_detached_void(Executor& /*ex*/, Task<void> task,
 
 }  // namespace detail
 
-/// Start a task on an executor; `done` receives the exception (if any) or the value.
+/// Start a task on an executor; `done` receives the exception (if any) or the value. The
+/// library's own starting of coroutines; operator code uses `co_await kopf::spawn(task)`.
 template <class T>
-void spawn(Executor& ex, Task<T> task,
-           std::function<void(std::exception_ptr, std::optional<T>)> done) {
+void start_detached(Executor& ex, Task<T> task,
+                    std::function<void(std::exception_ptr, std::optional<T>)> done) {
     ex.post(
         [&ex, t = std::make_shared<Task<T>>(std::move(task)), done = std::move(done)]() mutable {
             detail::run_detached<T>(ex, std::move(*t), std::move(done));
@@ -206,11 +215,75 @@ void spawn(Executor& ex, Task<T> task,
 }
 
 /// Start a void task on an executor; `done` receives the exception, if any.
-inline void spawn(Executor& ex, Task<void> task, std::function<void(std::exception_ptr)> done) {
+inline void start_detached(Executor& ex, Task<void> task,
+                           std::function<void(std::exception_ptr)> done) {
     ex.post(
         [&ex, t = std::make_shared<Task<void>>(std::move(task)), done = std::move(done)]() mutable {
             detail::run_detached_void(ex, std::move(*t), std::move(done));
         });
+}
+
+/// A handle of a background task started with `kopf::spawn(task)`. Cheap to copy; the task
+/// runs whether or not any handle is kept.
+class BackgroundTask {
+  public:
+    BackgroundTask() = default;
+    explicit BackgroundTask(std::shared_ptr<detail::BackgroundTaskState> state)
+        : state_(std::move(state)) {}
+
+    /// Cancels the task (from any thread): its pending `kopf::sleep` or stop-flag wait, and
+    /// every later one, throw kopf::CancelledError (Kopf's task.cancel()). No effect once done.
+    void cancel() const;
+    /// True once the task has ended: returned, failed or cancelled.
+    bool done() const;
+    /// True once cancel() was called or the operator cancelled it at its exit.
+    bool cancelled() const;
+    /// The name given to kopf::spawn (for log lines).
+    const std::string& name() const;
+
+  private:
+    std::shared_ptr<detail::BackgroundTaskState> state_;
+};
+
+namespace detail {
+// What `co_await kopf::spawn(...)` awaits: starts the task on the awaiting coroutine's loop.
+class Spawning {
+  public:
+    Spawning(Task<void> task, std::string name) : task_(std::move(task)), name_(std::move(name)) {}
+    bool await_ready() const noexcept { return false; }
+    template <class P>
+    bool await_suspend(std::coroutine_handle<P> h) {
+        start(h.promise().executor);
+        return false;  // goes on at once
+    }
+    BackgroundTask await_resume();
+
+  private:
+    void start(Executor* executor);
+    Task<void> task_;
+    std::string name_;
+    BackgroundTask started_{};
+    std::exception_ptr error_{};
+};
+}  // namespace detail
+
+/// `co_await kopf::spawn(task)`: starts a coroutine in the background on the operator's event
+/// loop and goes on at once (Kopf's asyncio.create_task()). Call it from a coroutine of the
+/// operator: an async handler, daemon, timer, activity, or another background task.
+///
+///     kopf::Task<void> pod_killer(kopf::Api pods, std::string name, double timeout);
+///     kopf::Task<void> pod_in_sight(kopf::Context& ctx) {
+///         kopf::BackgroundTask killer = co_await kopf::spawn(
+///             pod_killer(ctx.api("pods", ctx.namespace_), ctx.name, 30), "pod-killer");
+///         ...   // keep `killer` to cancel it later: killer.cancel()
+///     }
+///
+/// A task that throws is logged with its name (kopf::CancelledError ends it quietly). At the
+/// operator's exit, tasks still running get 5 seconds to finish, then are cancelled; the API
+/// client closes after them. Outside an operator's coroutine the co_await throws
+/// std::logic_error.
+inline detail::Spawning spawn(Task<void> task, std::string name = "background task") {
+    return detail::Spawning(std::move(task), std::move(name));
 }
 
 /// `co_await kopf::sleep(seconds)`: suspend the coroutine without blocking the loop.

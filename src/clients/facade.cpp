@@ -9,6 +9,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <condition_variable>
+#include <deque>
 #include <kopf/context.hpp>
 #include <kopf/registry.hpp>
 #include <kopf/run.hpp>
@@ -110,8 +111,27 @@ struct ApiRequest {
         json result;
         std::exception_ptr error;
         std::coroutine_handle<> awaiting{};
+        std::function<void()> on_finished{};  // after the answer is set (streams)
     };
     std::shared_ptr<Outcome> outcome{};
+};
+
+// The events of one WatchStream: pushed on the client's loop, taken by one consumer (a
+// coroutine, resumed on the loop, or a blocked thread).
+struct WatchQueue {
+    std::shared_ptr<ClientCore> core;
+    OperatorFlag stop_flag;  // ends the watch
+
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::deque<WatchEvent> events;
+    bool ended = false;
+    std::exception_ptr error;
+    std::coroutine_handle<> awaiting{};
+
+    void push(WatchEvent event);
+    // The end of the stream, by stop() or by the watch's end (with its error, if any).
+    void end(std::exception_ptr failure);
 };
 
 struct ClientCore : std::enable_shared_from_this<ClientCore> {
@@ -186,6 +206,7 @@ void finish(ClientCore& core, const std::shared_ptr<ApiRequest::Outcome>& outcom
         core.pending.erase(outcome);
     }
     outcome->finished_cv.notify_all();
+    if (outcome->on_finished) outcome->on_finished();
     if (awaiting) awaiting.resume();
 }
 
@@ -202,6 +223,48 @@ void ClientCore::close() {
     for (const auto& signal : watches) signal->stop();
     watches.clear();
     for (const auto& outcome : waiting) finish(*this, outcome, nullptr, closed_error());
+}
+
+namespace {
+
+// A coroutine waiting for the queue continues on the client's loop, not inside the watch's
+// callback. On the loop, the loop is there; from other threads, only until the client closes.
+void resume_on_loop(ClientCore& core, std::coroutine_handle<> awaiting) {
+    if (core.on_loop_thread()) {
+        asio::post(*core.io, [awaiting] { awaiting.resume(); });
+        return;
+    }
+    std::lock_guard lock(core.mutex);
+    if (core.closed) return;  // no loop to resume on: its owner destroys it at the exit
+    asio::post(*core.io, [awaiting] { awaiting.resume(); });
+}
+
+}  // namespace
+
+void WatchQueue::push(WatchEvent event) {
+    std::coroutine_handle<> waiting;
+    {
+        std::lock_guard lock(mutex);
+        if (ended) return;
+        events.push_back(std::move(event));
+        waiting = std::exchange(awaiting, nullptr);
+    }
+    changed.notify_all();
+    if (waiting) resume_on_loop(*core, waiting);
+}
+
+void WatchQueue::end(std::exception_ptr failure) {
+    std::coroutine_handle<> waiting;
+    {
+        std::lock_guard lock(mutex);
+        if (ended) return;
+        ended = true;
+        error = std::move(failure);
+        waiting = std::exchange(awaiting, nullptr);
+    }
+    changed.notify_all();
+    stop_flag.set();
+    if (waiting) resume_on_loop(*core, waiting);
 }
 
 }  // namespace detail
@@ -726,6 +789,96 @@ ApiCall<json> Api::watch(std::function<void(const WatchEvent&)> on_event,
     request->on_event = std::move(on_event);
     request->stop = stop;
     return call(std::move(request));
+}
+
+// ---- WatchStream -----------------------------------------------------------------------------
+
+WatchStream Api::open_stream(std::string label_selector, std::string field_selector) const {
+    auto queue = std::make_shared<detail::WatchQueue>();
+    queue->core = core_;
+    auto request = prepare(Verb::Watch, resource_, namespace_name_, "", nullptr);
+    request->label_selector = std::move(label_selector);
+    request->field_selector = std::move(field_selector);
+    request->stop = &queue->stop_flag;
+    // The request keeps the queue (and so its flag) while the watch runs.
+    request->on_event = [queue](const WatchEvent& event) { queue->push(event); };
+    auto outcome = std::make_shared<ApiRequest::Outcome>();
+    outcome->on_finished = [queue, weak_outcome = std::weak_ptr<ApiRequest::Outcome>(outcome)] {
+        auto outcome = weak_outcome.lock();
+        std::exception_ptr error = outcome ? outcome->error : nullptr;
+        {
+            std::lock_guard lock(queue->core->mutex);
+            if (queue->core->closed) error = nullptr;  // the operator's exit: a normal end
+        }
+        queue->end(error);
+    };
+    if (!begin(core_, request, outcome)) queue->end(nullptr);  // closed: ended already
+    return WatchStream(std::move(queue));
+}
+
+WatchStream& WatchStream::operator=(WatchStream&& other) noexcept {
+    if (this != &other) {
+        stop();
+        queue_ = std::move(other.queue_);
+    }
+    return *this;
+}
+
+WatchStream::~WatchStream() {
+    stop();
+}
+
+WatchStream::Next WatchStream::next() const {
+    if (!queue_) throw std::logic_error("kopf::WatchStream: this stream is empty (moved from?).");
+    return Next(queue_);
+}
+
+void WatchStream::stop() const {
+    if (queue_) queue_->end(nullptr);
+}
+
+std::function<void()> WatchStream::stopper() const {
+    return [weak = std::weak_ptr<detail::WatchQueue>(queue_)] {
+        if (auto queue = weak.lock()) queue->end(nullptr);
+    };
+}
+
+bool WatchStream::Next::await_ready() const {
+    std::lock_guard lock(queue_->mutex);
+    return !queue_->events.empty() || queue_->ended;
+}
+
+bool WatchStream::Next::await_suspend(std::coroutine_handle<> awaiting) const {
+    std::lock_guard lock(queue_->mutex);
+    if (!queue_->events.empty() || queue_->ended) return false;
+    if (queue_->awaiting) {
+        throw std::logic_error("kopf::WatchStream::next() is awaited twice at once.");
+    }
+    queue_->awaiting = awaiting;
+    return true;
+}
+
+std::optional<WatchEvent> WatchStream::Next::await_resume() const {
+    std::lock_guard lock(queue_->mutex);
+    if (!queue_->events.empty()) {
+        WatchEvent event = std::move(queue_->events.front());
+        queue_->events.pop_front();
+        return event;
+    }
+    if (queue_->error) std::rethrow_exception(queue_->error);
+    return std::nullopt;
+}
+
+std::optional<WatchEvent> WatchStream::Next::wait() const {
+    if (queue_->core && queue_->core->on_loop_thread()) {
+        throw std::logic_error(
+            "kopf::WatchStream::next().wait() was called on the operator's event loop, which it "
+            "would block while the loop must deliver the events: co_await it instead.");
+    }
+    std::unique_lock lock(queue_->mutex);
+    queue_->changed.wait(lock, [this] { return !queue_->events.empty() || queue_->ended; });
+    lock.unlock();
+    return await_resume();
 }
 
 // ---- Client ----------------------------------------------------------------------------------

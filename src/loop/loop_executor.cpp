@@ -64,7 +64,7 @@ void LoopExecutor::run_blocking(std::function<void()> work, std::function<void()
 void run_to_completion(asio::io_context& io, LoopExecutor& executor, Task<void> task) {
     bool finished = false;
     std::exception_ptr error;
-    kopf::spawn(executor, std::move(task), [&](std::exception_ptr e) {
+    kopf::start_detached(executor, std::move(task), [&](std::exception_ptr e) {
         error = e;
         finished = true;
     });

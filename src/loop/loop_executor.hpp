@@ -28,6 +28,10 @@ class LoopExecutor final : public kopf::Executor {
     void post(std::function<void()> fn) override;
     void post_after(double seconds, std::function<void()> fn) override;
     void run_blocking(std::function<void()> work, std::function<void()> done) override;
+    detail::BackgroundTasks* background_tasks() const override { return background_tasks_; }
+    // Where kopf::spawn puts the operator's background tasks (they must outlive this executor's
+    // use by coroutines).
+    void set_background_tasks(detail::BackgroundTasks* tasks) { background_tasks_ = tasks; }
 
     // At the end of the operator: pending delays (idle workers, wake-ups) will never fire.
     void cancel_timers();
@@ -47,6 +51,7 @@ class LoopExecutor final : public kopf::Executor {
     std::map<unsigned long, std::shared_ptr<boost::asio::steady_timer>> timers_;
     unsigned long next_timer_ = 0;
     bool cancelled_ = false;
+    detail::BackgroundTasks* background_tasks_ = nullptr;
 };
 
 // Runs one coroutine to completion on the loop, driving it from the calling thread (before and

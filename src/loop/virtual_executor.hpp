@@ -37,7 +37,7 @@ T run_sync(Task<T> task) {
     VirtualExecutor ex;
     std::exception_ptr error;
     std::optional<T> value;
-    spawn<T>(ex, std::move(task), [&](std::exception_ptr e, std::optional<T> v) {
+    start_detached<T>(ex, std::move(task), [&](std::exception_ptr e, std::optional<T> v) {
         error = e;
         value = std::move(v);
     });

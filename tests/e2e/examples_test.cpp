@@ -269,7 +269,7 @@ TEST_F(Examples, BuiltinPodIsKilledWhenItsTimeoutPasses) {
     ASSERT_TRUE(op->wait_for_log("[default/kopf-pod] === Pod killing happens in 1s.")) << op->log();
 
     // The operator deletes the Pod itself; its own deletion handler then lets it go.
-    ASSERT_TRUE(op->wait_for_log("[default/kopf-pod] === Pod killing has happened.")) << op->log();
+    ASSERT_TRUE(op->wait_for_log("[default/kopf-pod] === Pod killing happens NOW!")) << op->log();
     EXPECT_TRUE(eventually([&] {
         return cluster_->get_json({"pod", "kopf-pod", "-n", "default"}).is_null();
     }));

@@ -105,6 +105,7 @@ Context make_context(InvocationEnv& env, const ChangingHandler& handler, const H
         .client = env.client,
         .stopped = env.stopped,
         .indices = env.indices,
+        .logger_ptr = env.shared_logger,
     };
 }
 

@@ -51,7 +51,8 @@ struct InvocationEnv {
     /// no sub-handlers.
     const char* kind = "Handler";
     DaemonStopped stopped{};
-    Indices indices{};  ///< for ctx.index()
+    Indices indices{};                        ///< for ctx.index()
+    std::shared_ptr<Logger> shared_logger{};  ///< `logger`, owned: for ctx.logger_ptr
     bool spawning() const { return std::string_view(kind) != "Handler"; }
 };
 

@@ -8,6 +8,7 @@
 #include "core/actions/execution.hpp"
 #include "core/intents/matching.hpp"
 #include "core/intents/stoppers.hpp"
+#include "loop/cancellable_executor.hpp"
 
 namespace kopf::engines {
 
@@ -41,30 +42,18 @@ class LoopGuard {
 // The executor of one daemon's coroutines: the loop, with the daemon's own threads for its
 // synchronous invocations (or the worker pool, for timers), and forced cancellation: pending
 // delays fire at once and the awaitables throw kopf::CancelledError.
-class DaemonExecutor final : public Executor, public std::enable_shared_from_this<DaemonExecutor> {
+class DaemonExecutor final : public loop::CancellableExecutor {
   public:
     DaemonExecutor(Executor& loop, std::shared_ptr<LoopGuard> guard, std::shared_ptr<StopFlag> flag,
                    bool own_threads)
-        : loop_(loop),
+        : CancellableExecutor(loop),
           guard_(std::move(guard)),
           flag_(std::move(flag)),
           own_threads_(own_threads) {}
 
-    void post(std::function<void()> fn) override { loop_.post(std::move(fn)); }
-    void post_after(double seconds, std::function<void()> fn) override {
-        if (cancelled()) {
-            loop_.post(std::move(fn));
-            return;
-        }
-        const unsigned long id = ++last_id_;
-        pending_.emplace(id, std::move(fn));
-        loop_.post_after(seconds, [weak = weak_from_this(), id] {
-            if (auto self = weak.lock()) self->fire(id);
-        });
-    }
     void run_blocking(std::function<void()> work, std::function<void()> done) override {
         if (!own_threads_) {
-            loop_.run_blocking(std::move(work), std::move(done));
+            loop().run_blocking(std::move(work), std::move(done));
             return;
         }
         // A daemon's thread of its own: a long-lived loop takes no worker slot from handlers.
@@ -75,38 +64,12 @@ class DaemonExecutor final : public Executor, public std::enable_shared_from_thi
             --threads_running;
         }).detach();
     }
-    double now() const override { return loop_.now(); }
     bool cancelled() const override { return flag_->cancelled(); }
 
-    // After the flag got DAEMON_CANCELLED: wake every pending delay now.
-    void cancel() {
-        auto pending = std::move(pending_);
-        pending_.clear();
-        for (auto& [id, fn] : pending) loop_.post(std::move(fn));
-    }
-
   private:
-  public:
-    // Runs before a coroutine daemon resumes from its own delays (kopf::sleep): its body views
-    // are refreshed and its patch sent there too, as at its checks of ctx.stopped.
-    std::function<void()> on_resume;
-
-  private:
-    void fire(unsigned long id) {
-        auto found = pending_.find(id);
-        if (found == pending_.end()) return;
-        auto fn = std::move(found->second);
-        pending_.erase(found);
-        if (on_resume) on_resume();
-        fn();
-    }
-
-    Executor& loop_;
     std::shared_ptr<LoopGuard> guard_;
     std::shared_ptr<StopFlag> flag_;
     bool own_threads_;
-    std::unordered_map<unsigned long, std::function<void()>> pending_;
-    unsigned long last_id_ = 0;
 };
 
 // `co_await yield_to(loop)`: one turn of the loop (Kopf's asyncio.sleep(0)).
@@ -280,7 +243,7 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
         if (writing || outbox.empty()) return;
         writing = true;
         auto self = shared_from_this();
-        kopf::spawn(core->loop, write_outbox(self), [self](std::exception_ptr) {
+        kopf::start_detached(core->loop, write_outbox(self), [self](std::exception_ptr) {
             self->writing = false;
             if (self->written) self->written->set(StopReason::DONE);
         });
@@ -361,6 +324,7 @@ Task<actions::State> attempt(std::shared_ptr<Daemon> d, actions::State state) {
     env.kind = d->is_daemon() ? "Daemon" : "Timer";
     env.stopped = DaemonStopped(d->flag);
     env.indices = d->core->indices;
+    env.shared_logger = d->memory->logger;
     const std::vector<const ChangingHandler*> handlers{d->invocable.get()};
     auto outcomes = co_await actions::execute_handlers_once(env, handlers, state);
     state = state.with_outcomes(outcomes, d->core->now());
@@ -487,8 +451,8 @@ void spawn_daemon(const std::shared_ptr<EngineCore>& core, const EngineCore::Han
     memory->running[handler.spawning->id] = d;
     core->live[d.get()] = d;
     auto runner = d->is_daemon() ? run_daemon(d) : run_timer(d);
-    kopf::spawn(*d->executor, std::move(runner),
-                [d](std::exception_ptr error) { finish(d, error); });
+    kopf::start_detached(*d->executor, std::move(runner),
+                         [d](std::exception_ptr error) { finish(d, error); });
 }
 
 // Kopf's _wait_for_instant_exit: a few turns of the loop (or a short timeout) for a daemon
@@ -520,7 +484,7 @@ Cancellation cancellation_of(const Daemon& d) {
 
 void cancel(Daemon& d) {
     d.flag->set(StopReason::DAEMON_CANCELLED);
-    d.executor->cancel();
+    d.executor->wake_pending();
 }
 
 void abandon(Daemon& d) {
@@ -702,7 +666,7 @@ void DaemonsEngine::stop_all(std::function<void()> finished) {
     auto remaining = std::make_shared<std::size_t>(daemons.size());
     auto done = std::make_shared<std::function<void()>>(std::move(finished));
     for (const auto& d : daemons) {
-        kopf::spawn(core_->loop, stop_at_exit(d), [remaining, done](std::exception_ptr) {
+        kopf::start_detached(core_->loop, stop_at_exit(d), [remaining, done](std::exception_ptr) {
             if (--*remaining == 0) (*done)();
         });
     }

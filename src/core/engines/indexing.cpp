@@ -601,15 +601,16 @@ struct IndexingEngine::Core : std::enable_shared_from_this<IndexingEngine::Core>
         if (listed) ++listing_inflight;
         std::weak_ptr<Core> weak = shared_from_this();
         auto task = index_later(weak, watcher.resource, watcher.handlers, it->first, body);
-        kopf::spawn(env.loop, std::move(task),
-                    [weak, key = it->first, listed, then = std::move(then)](std::exception_ptr) {
-                        auto core = weak.lock();
-                        if (!core) return;
-                        if (listed) --core->listing_inflight;
-                        then();
-                        core->resume_backlog(key);
-                        core->check_ready();
-                    });
+        kopf::start_detached(
+            env.loop, std::move(task),
+            [weak, key = it->first, listed, then = std::move(then)](std::exception_ptr) {
+                auto core = weak.lock();
+                if (!core) return;
+                if (listed) --core->listing_inflight;
+                then();
+                core->resume_backlog(key);
+                core->check_ready();
+            });
     }
 
     // The events that came while a coroutine index handler ran, in order, until one of them

@@ -110,18 +110,18 @@ void Probes::collect(std::function<void(const Report&)> report) {
     if (state.running) return;
     state.running = true;
     std::weak_ptr<State> weak = state_;
-    kopf::spawn<Report>(state.loop, State::run(state_),
-                        [weak](std::exception_ptr error, std::optional<Report> report) {
-                            auto self = weak.lock();
-                            if (!self) return;
-                            if (error || !report) {
-                                Report failed;
-                                failed.failure = "The probes could not run.";
-                                self->finish(failed);
-                                return;
-                            }
-                            self->finish(*report);
-                        });
+    kopf::start_detached<Report>(state.loop, State::run(state_),
+                                 [weak](std::exception_ptr error, std::optional<Report> report) {
+                                     auto self = weak.lock();
+                                     if (!self) return;
+                                     if (error || !report) {
+                                         Report failed;
+                                         failed.failure = "The probes could not run.";
+                                         self->finish(failed);
+                                         return;
+                                     }
+                                     self->finish(*report);
+                                 });
 }
 
 struct LivenessServer::Impl : std::enable_shared_from_this<LivenessServer::Impl> {

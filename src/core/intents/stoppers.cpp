@@ -49,6 +49,10 @@ DaemonStopped::Wait DaemonStopped::wait() const {
     return wait(Seconds(-1));
 }
 
+void DaemonStopped::on_set(std::function<void()> callback) const {
+    if (flag_) flag_->on_set(std::move(callback));
+}
+
 DaemonStopped::Wait::operator bool() const {
     return flag_ && flag_->is_set();
 }
@@ -81,15 +85,29 @@ StopReason StopFlag::reason() const {
 
 void StopFlag::set(StopReason reason) {
     std::vector<std::pair<Executor*, std::shared_ptr<Waiter>>> waiters;
+    std::vector<std::function<void()>> callbacks;
     {
         std::lock_guard lock(mutex_);
         reason_ = reason_ | reason;
         waiters.swap(waiters_);
+        callbacks.swap(callbacks_);
     }
     changed_.notify_all();
     for (auto& [executor, waiter] : waiters) {
         executor->post([waiter] { resume(waiter); });
     }
+    for (auto& callback : callbacks) callback();
+}
+
+void StopFlag::on_set(std::function<void()> callback) {
+    {
+        std::lock_guard lock(mutex_);
+        if (reason_ == StopReason::NONE) {
+            callbacks_.push_back(std::move(callback));
+            return;
+        }
+    }
+    callback();
 }
 
 bool StopFlag::wait_blocking(double timeout) {

@@ -38,6 +38,8 @@ class StopFlag : public std::enable_shared_from_this<StopFlag> {
     /// seconds pass (never if negative); false if already set (do not suspend). On the loop;
     /// the flag must be owned by a shared_ptr.
     bool suspend(Executor& executor, std::coroutine_handle<> h, double timeout);
+    /// Calls `callback` once when the flag is first set (at once if it is set already).
+    void on_set(std::function<void()> callback);
 
     /// Runs at the daemon's own checks and waits of `ctx.stopped` (the engine refreshes the
     /// body views and sends the patch there); empty for flags of no daemon.
@@ -55,6 +57,7 @@ class StopFlag : public std::enable_shared_from_this<StopFlag> {
     std::condition_variable changed_;
     StopReason reason_ = StopReason::NONE;
     std::vector<std::pair<Executor*, std::shared_ptr<Waiter>>> waiters_;
+    std::vector<std::function<void()>> callbacks_;
 };
 
 /// `co_await` until the flag is set or `timeout` passes, resumed through `executor` (the

@@ -60,6 +60,7 @@ Task<void> process_watching_cause(const ProcessingEnv& env, const Resource& reso
                                 cause,        env.now,  actions::lifecycles::all_at_once,
                                 env.client};
     ienv.indices = env.indices;
+    ienv.shared_logger = memory.logger;
     std::map<std::string, Outcome> outcomes;
     for (const auto& h : env.registry.watching) {
         ChangingHandler as_changing;
@@ -141,6 +142,7 @@ Task<std::vector<double>> process_changing_cause(const ProcessingEnv& env, const
             actions::InvocationEnv ienv{env.settings, resource, body,    patch,         logger,
                                         *memory.memo, cause,    env.now, env.lifecycle, env.client};
             ienv.indices = env.indices;
+            ienv.shared_logger = memory.logger;
             auto outcomes = co_await actions::execute_handlers_once(ienv, selected, state);
             state = state.with_outcomes(outcomes, env.now());
             // A finished cycle purges every record it would store: skip the round trip.
@@ -279,6 +281,7 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
                                 env.lifecycle,
                                 env.client};
     fenv.indices = env.indices;
+    fenv.shared_logger = memory.logger;
     ChangingHandler blank_handler;
     actions::FieldValues no_field;
     cause_ctx.emplace(actions::make_context(fenv, blank_handler, blank, nullptr, no_field));

@@ -28,6 +28,7 @@
 #include "kopf/registry.hpp"
 #include "kopf/settings.hpp"
 #include "kopf/task.hpp"
+#include "loop/background_tasks.hpp"
 #include "loop/loop_executor.hpp"
 
 namespace asio = boost::asio;
@@ -41,6 +42,35 @@ struct StopBridge {
     std::mutex mutex;
     std::function<void()> request;
 };
+
+// Kopf's "hung tasks" at the exit: background tasks (kopf::spawn) get a grace period to finish,
+// then are cancelled, and are waited for while the loop and the API client still serve them.
+void stop_background_tasks(asio::io_context& io, detail::BackgroundTasks& tasks) {
+    constexpr auto grace = std::chrono::seconds(5);
+    NamedLogger log("kopf.reactor.running");
+    const auto run_until_done = [&](std::chrono::steady_clock::duration limit) {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        while (tasks.running() > 0 && std::chrono::steady_clock::now() < deadline) {
+            io.restart();
+            io.run_for(std::chrono::milliseconds(20));
+        }
+    };
+    if (tasks.running() == 0) {
+        log.debug("Hung tasks stopping is skipped: no tasks given.");
+        return;
+    }
+    run_until_done(grace);
+    if (const auto left = tasks.cancel_all()) {
+        log.debug("Hung tasks are cancelled after {}s: {} left.", grace.count(), left);
+        run_until_done(grace);
+    }
+    if (const auto left = tasks.running()) {
+        log.warning("Hung tasks are not stopped: {} background task(s) ignored the cancellation.",
+                    left);
+    } else {
+        log.debug("Hung tasks are stopped.");
+    }
+}
 
 // Runs the activity handlers of one kind (startup, cleanup) in registration order, with
 // TemporaryError retried after its delay; other failures end the activity with an error.
@@ -265,6 +295,27 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         PostingScope posting_scope(posting);
         work();
     });
+    // Where kopf::spawn puts background tasks; their failures are logged, not fatal.
+    auto background_tasks = std::make_shared<detail::BackgroundTasks>(
+        executor, [](const std::string& name, std::exception_ptr error) {
+            try {
+                std::rethrow_exception(error);
+            } catch (const std::exception& e) {
+                logger("kopf.reactor.running")
+                    ->error("Background task {} failed: {}", name, e.what());
+            } catch (...) {
+                logger("kopf.reactor.running")->error("Background task {} failed.", name);
+            }
+        });
+    executor.set_background_tasks(background_tasks.get());
+    struct BackgroundTasksCloser {
+        loop::LoopExecutor& executor;
+        detail::BackgroundTasks& tasks;
+        ~BackgroundTasksCloser() {
+            tasks.close();
+            executor.set_background_tasks(nullptr);
+        }
+    } background_tasks_closer{executor, *background_tasks};
     // The operator's memo: what startup handlers put into it reaches every object's memo.
     const std::shared_ptr<Memo> operator_memo =
         options.memo ? options.memo : std::make_shared<Memo>();
@@ -303,6 +354,11 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     run_activity(io, executor, registry, "startup", settings, memo, indices);
     executor.set_max_workers(pool_size(settings));  // as the startup handlers left it
     exit_guard.set_timeout(settings.process.ultimate_exiting_timeout);
+    if (!(settings.networking.qps >= 0)) {
+        throw StartupError(fmt::format(
+            "settings.networking.qps must be positive, or 0 for no rate limit; it is {}.",
+            settings.networking.qps));
+    }
     posting->configure(settings.posting);  // as the startup handlers left it
     ConnectionInfo credentials = login(registry, options, settings, memo);
 
@@ -335,6 +391,7 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     }
     if (!failure)
         run_activity(io, executor, registry, "cleanup", settings, memo, indices, &serving.client());
+    stop_background_tasks(io, *background_tasks);
     if (liveness) liveness->stop();
     executor.cancel_timers();
     // Let the stopped watchers and cancelled timers finish before anything is destroyed.

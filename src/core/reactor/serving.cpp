@@ -204,6 +204,8 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         }
         out.error_backoffs = settings.networking.error_backoffs;
         out.enforce_retry_after = settings.networking.enforce_retry_after;
+        out.qps = settings.networking.qps;
+        out.burst = settings.networking.burst;
         return out;
     }
 
@@ -519,17 +521,17 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             return;
         }
         auto self = shared_from_this();
-        kopf::spawn<Processed>(executor, process_task(key, std::move(event)),
-                               [self, key, done = std::move(done)](
-                                   std::exception_ptr error, std::optional<Processed> processed) {
-                                   if (error) {
-                                       logger("kopf.reactor.processing")
-                                           ->error("Processing of {} has failed: {}", key,
-                                                   describe(error));
-                                   }
-                                   done(processed ? processed->resource_version : std::nullopt,
-                                        processed && processed->echo_is_noop);
-                               });
+        kopf::start_detached<Processed>(
+            executor, process_task(key, std::move(event)),
+            [self, key, done = std::move(done)](std::exception_ptr error,
+                                                std::optional<Processed> processed) {
+                if (error) {
+                    logger("kopf.reactor.processing")
+                        ->error("Processing of {} has failed: {}", key, describe(error));
+                }
+                done(processed ? processed->resource_version : std::nullopt,
+                     processed && processed->echo_is_noop);
+            });
     }
 
     // What the queue needs to know after one processing of an object.

@@ -62,7 +62,7 @@ struct DaemonsBed {
         env.daemons = engine.get();
         json raw = {{"type", type}, {"object", body}};
         std::optional<reactor::ProcessingOutcome> out;
-        kopf::spawn<reactor::ProcessingOutcome>(
+        kopf::start_detached<reactor::ProcessingOutcome>(
             ex, reactor::process_resource_event(env, resource, memory, std::move(raw)),
             [&out](std::exception_ptr error, std::optional<reactor::ProcessingOutcome> o) {
                 if (error) std::rethrow_exception(error);
