@@ -147,6 +147,8 @@ TEST_F(Background, DaemonsFollowOtherResourcesThroughStreamsUntilStopped) {
                 ctx.api("configmaps", ctx.namespace_).stream(ctx.stopped, "owner=" + ctx.name);
             while (auto event = co_await events.next()) {
                 j->calls.add("async " + event->type, event->object["metadata"]["name"]);
+                ctx.patch.status()["last-seen"] = event->object["metadata"]["name"];
+                if (ctx.stopped) break;  // a check of the flag sends the patch
             }
             j->calls.add("async ended", to_string(ctx.stopped.reason()));
         });
@@ -175,6 +177,13 @@ TEST_F(Background, DaemonsFollowOtherResourcesThroughStreamsUntilStopped) {
     EXPECT_EQ(j->calls.details("async ADDED").size(), 2u);
     EXPECT_EQ(j->calls.details("async ADDED")[1], "cm-after");
     EXPECT_EQ(j->calls.details("sync DELETED")[0], "cm-before");
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto body = get("kex-follow");
+            return body && body->value("/status/last-seen"_json_pointer, json()) == "cm-before";
+        },
+        10s))
+        << get("kex-follow")->dump(2);  // the last event was cm-before's deletion
 
     remove("kex-follow");
     ASSERT_TRUE(eventually(
