@@ -209,9 +209,10 @@ std::string record_stream(Connection& connection, const std::string& resource_ve
     return body;
 }
 
-// What the client does with one watch line (ApiClient::watch_objs, src/clients/api.cpp): parse
+// What the client does with one watch line (ApiClient::watch_objs, src/clients/watching.cpp): parse
 // it (with the client's JSON codec), check its shape, read the type and the object's
-// resourceVersion, and move the object into a WatchEvent. Kept step for step in line with api.cpp.
+// resourceVersion, and move the object into a WatchEvent. Kept step for step in line with
+// watching.cpp.
 struct LineDecoder {
     long events = 0;
     std::size_t versions = 0;  // consumed so that nothing is optimised away

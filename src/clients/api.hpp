@@ -16,6 +16,10 @@
 // Arguments are taken by value: a coroutine may outlive the caller's temporaries (co_spawn).
 // Retries: connection errors, 5xx, 403 and 429 are retried per ClientSettings::error_backoffs
 // (Retry-After honoured); other 4xx raise typed errors (clients/errors.hpp) at once.
+//
+// The implementation is split by verb family as Kopf's kopf/_cogs/clients/ is: api.cpp (the
+// request core), fetching.cpp, creating.cpp, patching.cpp, scanning.cpp, events.cpp and
+// watching.cpp.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -144,7 +148,7 @@ class ApiClient {
     Awaitable<void> sleep(Seconds duration, StopSignal* stop = nullptr);
 
   private:
-    struct Impl;
+    struct Impl;  // the request core (clients/api_impl.hpp)
     std::unique_ptr<Impl> impl_;
 };
 
