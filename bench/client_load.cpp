@@ -341,9 +341,12 @@ T run(asio::io_context& io, asio::awaitable<T> awaitable) {
 asio::awaitable<int> watch_until(kopf::clients::ApiClient& api, kopf::clients::StopSignal& stop,
                                  std::function<void(kopf::clients::WatchEvent&&)> on_event,
                                  std::function<void()> on_listed) {
-    kopf::clients::WatchSettings settings;
-    auto watching = api.watch_objs(bench_objects(), "default", settings, {}, std::move(on_event),
-                                   &stop, std::move(on_listed));
+    kopf::clients::WatchRequest request{.resource = bench_objects(),
+                                        .namespace_ = "default",
+                                        .on_event = std::move(on_event),
+                                        .stop = &stop,
+                                        .on_listed = std::move(on_listed)};
+    auto watching = api.watch_objs(std::move(request));
     co_await std::move(watching);
     co_return 0;
 }

@@ -41,16 +41,21 @@ class Watching : public ClientTest {
     void start_watch(ApiClient& api, Recorder& recorder, const std::string& ns = "default",
                      WatchSettings settings = {},
                      std::function<bool(const std::string&)> drop_unparsed = {}) {
-        asio::co_spawn(
-            io,
-            api.watch_objs(
-                configmaps(), ns, settings, {},
+        WatchRequest request{
+            .resource = configmaps(),
+            .namespace_ = ns,
+            .settings = settings,
+            .on_event =
                 [&recorder](WatchEvent&& event) { recorder.events.push_back(std::move(event)); },
-                &recorder.stop, [&recorder] { ++recorder.listings; }, std::move(drop_unparsed)),
-            [&recorder](std::exception_ptr failure) {
-                recorder.failure = failure;
-                recorder.finished = true;
-            });
+            .stop = &recorder.stop,
+            .on_listed = [&recorder] { ++recorder.listings; },
+            .drop_unparsed = std::move(drop_unparsed),
+        };
+        asio::co_spawn(io, api.watch_objs(std::move(request)),
+                       [&recorder](std::exception_ptr failure) {
+                           recorder.failure = failure;
+                           recorder.finished = true;
+                       });
     }
     // Prove the watch stream is open: an object created now arrives as ADDED.
     void warm_up(ApiClient& api, const std::vector<Recorder*>& recorders, const std::string& name) {
