@@ -209,9 +209,10 @@ std::string record_stream(Connection& connection, const std::string& resource_ve
     return body;
 }
 
-// What the client does with one watch line (ApiClient::watch_objs, src/clients/api.cpp): parse
+// What the client does with one watch line (ApiClient::watch_objs, src/clients/watching.cpp): parse
 // it (with the client's JSON codec), check its shape, read the type and the object's
-// resourceVersion, and move the object into a WatchEvent. Kept step for step in line with api.cpp.
+// resourceVersion, and move the object into a WatchEvent. Kept step for step in line with
+// watching.cpp.
 struct LineDecoder {
     long events = 0;
     std::size_t versions = 0;  // consumed so that nothing is optimised away
@@ -340,9 +341,12 @@ T run(asio::io_context& io, asio::awaitable<T> awaitable) {
 asio::awaitable<int> watch_until(kopf::clients::ApiClient& api, kopf::clients::StopSignal& stop,
                                  std::function<void(kopf::clients::WatchEvent&&)> on_event,
                                  std::function<void()> on_listed) {
-    kopf::clients::WatchSettings settings;
-    auto watching = api.watch_objs(bench_objects(), "default", settings, {}, std::move(on_event),
-                                   &stop, std::move(on_listed));
+    kopf::clients::WatchRequest request{.resource = bench_objects(),
+                                        .namespace_ = "default",
+                                        .on_event = std::move(on_event),
+                                        .stop = &stop,
+                                        .on_listed = std::move(on_listed)};
+    auto watching = api.watch_objs(std::move(request));
     co_await std::move(watching);
     co_return 0;
 }

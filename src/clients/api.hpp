@@ -7,7 +7,8 @@
 //   ApiClient api(io.get_executor(), vault, relogin, ClientSettings{});
 //   json pod = co_await api.get(pods, "default", "my-pod");
 //   co_await api.patch(pods, "default", "my-pod", PatchType::Merge, {{"metadata", ...}});
-//   co_await api.watch_objs(pods, "", {}, {}, [](WatchEvent event) { ... }, &stop);
+//   WatchRequest watch{.resource = pods, .on_event = on_event, .stop = &stop};
+//   co_await api.watch_objs(std::move(watch));
 //
 // Authentication: every request takes the best credentials from the vault. On 401 the failing
 // credentials are invalidated; when the vault runs empty, the `relogin` function runs once (on
@@ -16,6 +17,10 @@
 // Arguments are taken by value: a coroutine may outlive the caller's temporaries (co_spawn).
 // Retries: connection errors, 5xx, 403 and 429 are retried per ClientSettings::error_backoffs
 // (Retry-After honoured); other 4xx raise typed errors (clients/errors.hpp) at once.
+//
+// The implementation is split by verb family as Kopf's kopf/_cogs/clients/ is: api.cpp (the
+// request core), fetching.cpp, creating.cpp, patching.cpp, scanning.cpp, events.cpp and
+// watching.cpp.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -73,6 +78,25 @@ struct WatchEvent {
     bool seen_by_listing = false;
 };
 
+// What ApiClient::watch_objs watches and where its events go. Build it in a named variable with
+// designated initialisers, then move it into the call (not inside the co_await expression: see
+// include/kopf/task.hpp on temporaries in co_await).
+struct WatchRequest {
+    structs::Resource resource{};
+    std::string namespace_{};  // empty: all namespaces, or a cluster-scoped resource
+    WatchSettings settings{};
+    ListOptions selectors{};  // label and field selectors, for the listing and the watch
+    // Every listed object and every ADDED/MODIFIED/DELETED event. Its exceptions end the watch.
+    std::function<void(WatchEvent&&)> on_event{};
+    StopSignal* stop = nullptr;  // none: the watch ends only when on_event throws
+    // After each complete (re)listing.
+    std::function<void()> on_listed{};
+    // If given, asked about each MODIFIED event whose line names its resourceVersion once (see
+    // json_codec's sole_resource_version) before the line is parsed; if it answers true, the
+    // event is dropped unparsed (the watch still resumes after it).
+    std::function<bool(const std::string&)> drop_unparsed{};
+};
+
 class ApiClient {
   public:
     ApiClient(boost::asio::any_io_executor executor, std::shared_ptr<structs::Vault> vault,
@@ -126,25 +150,18 @@ class ApiClient {
     // version is skipped.
     Awaitable<std::vector<structs::Resource>> discover();
 
-    // List, then watch from the list's resourceVersion with bookmarks, forever until `stop`:
-    // resumes from the last seen resourceVersion after disconnects, relists on 410 Gone,
-    // reconnects after `inactivity_timeout` of silence, restarts on a malformed line. Every
-    // end of a stream is logged. `on_listed` runs after each complete (re)listing.
-    // Exceptions from `on_event` propagate (the watch ends).
-    // `drop_unparsed`, if given, is asked about each MODIFIED event whose line names its
-    // resourceVersion once (see json_codec's sole_resource_version) before the line is parsed;
-    // if it answers true, the event is dropped unparsed (the watch still resumes after it).
-    Awaitable<void> watch_objs(structs::Resource resource, std::string namespace_,
-                               WatchSettings settings, ListOptions options,
-                               std::function<void(WatchEvent&&)> on_event, StopSignal* stop,
-                               std::function<void()> on_listed = {},
-                               std::function<bool(const std::string&)> drop_unparsed = {});
+    // List, then watch from the list's resourceVersion with bookmarks, forever until the
+    // request's stop: resumes from the last seen resourceVersion after disconnects, relists on
+    // 410 Gone, reconnects after `inactivity_timeout` of silence, restarts on a malformed line.
+    // Every end of a stream is logged. Exceptions from `on_event` propagate (the watch ends).
+    Awaitable<void> watch_objs(WatchRequest request);
 
     // Cancellable pause on the client's loop (returns early on stop).
     Awaitable<void> sleep(Seconds duration, StopSignal* stop = nullptr);
 
   private:
-    struct Impl;
+    struct Impl;     // the request core (clients/api_impl.hpp)
+    struct Watcher;  // one watch's state between its streams (clients/watching.cpp)
     std::unique_ptr<Impl> impl_;
 };
 

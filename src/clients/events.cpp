@@ -1,9 +1,15 @@
+// Kubernetes Events (Kopf's clients/events.py): the Event bodies Kopf posts, and posting one
+// through the client (ApiClient::post_event).
 #include "clients/events.hpp"
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <ctime>
+#include <stdexcept>
+
+#include "clients/api.hpp"
+#include "clients/api_impl.hpp"
 
 namespace kopf::clients {
 
@@ -60,6 +66,22 @@ std::optional<EventPost> build_event(const json& object, const std::string& type
         {"eventTime", timestamp},
     };
     return EventPost{namespace_, std::move(body)};
+}
+
+Awaitable<json> ApiClient::post_event(json involved, std::string type, std::string reason,
+                                      std::string message, std::string source_component) {
+    EventIdentity identity;
+    identity.reporting_component = source_component;
+    auto post = build_event(involved, type, reason, message, identity);
+    if (!post) {
+        throw std::invalid_argument("No Events are posted about Events: they would loop.");
+    }
+    structs::Resource events;
+    events.version = "v1";
+    events.plural = "events";
+    events.kind = "Event";
+    const std::string path = events.path(post->namespace_);
+    co_return co_await impl_->call("POST", path, post->body, "application/json");
 }
 
 }  // namespace kopf::clients

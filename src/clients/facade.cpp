@@ -410,16 +410,22 @@ Awaitable<json> watch_objects(std::shared_ptr<ClientCore> core, structs::Resourc
             if (auto signal = weak_signal.lock()) signal->stop();
         });
     }
-    clients::ListOptions options{request->label_selector, request->field_selector};
     auto on_event = [request](clients::WatchEvent&& event) {
         WatchEvent out{event.type.empty() ? "ADDED" : std::move(event.type),
                        std::move(event.object)};
         request->on_event(out);
     };
+    clients::WatchRequest watch{
+        .resource = std::move(resource),
+        .namespace_ = std::move(ns),
+        .settings = core->watching,
+        .selectors = {request->label_selector, request->field_selector},
+        .on_event = std::move(on_event),
+        .stop = signal.get(),
+    };
     std::exception_ptr error;
     try {
-        co_await core->api->watch_objs(resource, ns, core->watching, options, std::move(on_event),
-                                       signal.get());
+        co_await core->api->watch_objs(std::move(watch));
     } catch (...) {
         error = std::current_exception();
     }

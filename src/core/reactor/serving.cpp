@@ -401,9 +401,14 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
              drop_unparsed = std::move(drop_unparsed),
              on_listed = std::move(on_listed)]() -> asio::awaitable<void> {
                 // Named first: g++ 12 destroys argument temporaries of a co_await twice.
-                auto watching =
-                    self->api.watch_objs(resource, namespace_, self->watch_settings(), {}, on_event,
-                                         stop.get(), on_listed, drop_unparsed);
+                clients::WatchRequest request{.resource = resource,
+                                              .namespace_ = namespace_,
+                                              .settings = self->watch_settings(),
+                                              .on_event = on_event,
+                                              .stop = stop.get(),
+                                              .on_listed = on_listed,
+                                              .drop_unparsed = drop_unparsed};
+                auto watching = self->api.watch_objs(std::move(request));
                 co_await std::move(watching);
             },
             [logger_name, failure = std::move(failure)](std::exception_ptr error) {

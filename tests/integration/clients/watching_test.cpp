@@ -36,27 +36,55 @@ struct Recorder {
     }
 };
 
+// What a test's watch varies; the rest is the same for all: configmaps, recorded.
+struct Watch {
+    std::string ns = "default";
+    WatchSettings settings{};
+    std::function<bool(const std::string&)> drop_unparsed{};
+};
+
+// A client on the embedded server (admin) and the test's watches of configmaps through it.
+// At the end, every watch is stopped and must end cleanly, before its client and recorder go.
 class Watching : public ClientTest {
   protected:
-    void start_watch(ApiClient& api, Recorder& recorder, const std::string& ns = "default",
-                     WatchSettings settings = {},
-                     std::function<bool(const std::string&)> drop_unparsed = {}) {
-        asio::co_spawn(
-            io,
-            api.watch_objs(
-                configmaps(), ns, settings, {},
-                [&recorder](WatchEvent&& event) { recorder.events.push_back(std::move(event)); },
-                &recorder.stop, [&recorder] { ++recorder.listings; }, std::move(drop_unparsed)),
-            [&recorder](std::exception_ptr failure) {
-                recorder.failure = failure;
-                recorder.finished = true;
-            });
+    void SetUp() override {
+        ClientTest::SetUp();
+        api = make_client(admin());
     }
-    // Prove the watch stream is open: an object created now arrives as ADDED.
-    void warm_up(ApiClient& api, const std::vector<Recorder*>& recorders, const std::string& name) {
-        run(api.create(configmaps(), "default", configmap(name)));
+    void TearDown() override {
+        for (auto& recorder : recorders) finish(*recorder);
+        ClientTest::TearDown();
+    }
+
+    // Starts a watch on the test's loop, recording what it sees.
+    Recorder& watch(Watch options = {}) {
+        Recorder& recorder = *recorders.emplace_back(std::make_unique<Recorder>());
+        WatchRequest request{
+            .resource = configmaps(),
+            .namespace_ = std::move(options.ns),
+            .settings = options.settings,
+            .on_event =
+                [&recorder](WatchEvent&& event) { recorder.events.push_back(std::move(event)); },
+            .stop = &recorder.stop,
+            .on_listed = [&recorder] { ++recorder.listings; },
+            .drop_unparsed = std::move(options.drop_unparsed),
+        };
+        asio::co_spawn(io, api->watch_objs(std::move(request)),
+                       [&recorder](std::exception_ptr failure) {
+                           recorder.failure = failure;
+                           recorder.finished = true;
+                       });
+        return recorder;
+    }
+    // Drives the loop until the watch has completed its `times`-th listing.
+    bool listed(const Recorder& recorder, int times = 1) {
+        return drive([&] { return recorder.listings == times; });
+    }
+    // Prove the watch streams are open: an object created now arrives as ADDED.
+    void warm_up(const std::vector<Recorder*>& which, const std::string& name = "cm-warm-up") {
+        run(api->create(configmaps(), "default", configmap(name)));
         ASSERT_TRUE(drive([&] {
-            for (auto* recorder : recorders) {
+            for (auto* recorder : which) {
                 if (!recorder->saw("ADDED", name)) return false;
             }
             return true;
@@ -67,14 +95,21 @@ class Watching : public ClientTest {
         EXPECT_TRUE(drive([&] { return recorder.finished; }));
         EXPECT_FALSE(recorder.failure);
     }
+
+    std::unique_ptr<ApiClient> api;
+    std::vector<std::unique_ptr<Recorder>> recorders;
 };
 
+WatchSettings with_inactivity_timeout(double seconds) {
+    WatchSettings settings;
+    settings.inactivity_timeout = Seconds(seconds);
+    return settings;
+}
+
 TEST_F(Watching, ListedObjectsAreFlaggedThenEventsFollow) {
-    auto api = make_client(admin());
     run(api->create(configmaps(), "default", configmap("cm-pre")));
-    Recorder recorder;
-    start_watch(*api, recorder);
-    ASSERT_TRUE(drive([&] { return recorder.listings == 1; }));
+    auto& recorder = watch();
+    ASSERT_TRUE(listed(recorder));
     EXPECT_TRUE(recorder.saw("", "cm-pre", /*listed=*/true));
 
     run(api->create(configmaps(), "default", configmap("cm-new")));
@@ -83,19 +118,16 @@ TEST_F(Watching, ListedObjectsAreFlaggedThenEventsFollow) {
     EXPECT_TRUE(drive([&] { return recorder.saw("DELETED", "cm-new"); }));
     EXPECT_TRUE(recorder.saw("ADDED", "cm-new"));
     EXPECT_TRUE(recorder.saw("MODIFIED", "cm-new"));
-    finish(recorder);
 }
 
 TEST_F(Watching, ModifiedEventsAreDroppedUnparsedWhenTheirVersionIsRefused) {
-    auto api = make_client(admin());
-    Recorder recorder;
     std::vector<std::string> asked;
     bool refuse = false;
-    start_watch(*api, recorder, "default", {}, [&](const std::string& version) {
+    auto& recorder = watch({.drop_unparsed = [&](const std::string& version) {
         asked.push_back(version);
         return refuse;
-    });
-    ASSERT_TRUE(drive([&] { return recorder.listings == 1; }));
+    }});
+    ASSERT_TRUE(listed(recorder));
     run(api->create(configmaps(), "default", configmap("cm-echo")));
     auto patch = [&](const char* value) {
         const json patched = run(api->patch(configmaps(), "default", "cm-echo", PatchType::Merge,
@@ -113,7 +145,7 @@ TEST_F(Watching, ModifiedEventsAreDroppedUnparsedWhenTheirVersionIsRefused) {
     // The dropped event is seen: a resumed stream starts after it, so it never comes again.
     refuse = false;
     server->drop_watches();
-    warm_up(*api, {&recorder}, "cm-after-drop");
+    warm_up({&recorder}, "cm-after-drop");
     EXPECT_EQ(asked, (std::vector<std::string>{kept, dropped}));
     EXPECT_EQ(recorder.listings, 1);
     std::vector<std::string> delivered;
@@ -122,71 +154,55 @@ TEST_F(Watching, ModifiedEventsAreDroppedUnparsedWhenTheirVersionIsRefused) {
             delivered.push_back(e.object["metadata"]["resourceVersion"].get<std::string>());
     }
     EXPECT_EQ(delivered, (std::vector<std::string>{kept}));
-    finish(recorder);
 }
 
 TEST_F(Watching, StopEndsTheWatch) {
-    auto api = make_client(admin());
-    Recorder recorder;
-    start_watch(*api, recorder);
-    ASSERT_TRUE(drive([&] { return recorder.listings == 1; }));
+    auto& recorder = watch();
+    ASSERT_TRUE(listed(recorder));
     finish(recorder);
 }
 
 TEST_F(Watching, DroppedStreamResumesWithoutRelisting) {
-    auto api = make_client(admin());
-    Recorder recorder;
-    start_watch(*api, recorder);
-    ASSERT_TRUE(drive([&] { return recorder.listings == 1; }));
-    warm_up(*api, {&recorder}, "cm-warm-up");
+    auto& recorder = watch();
+    ASSERT_TRUE(listed(recorder));
+    warm_up({&recorder});
     server->drop_watches();
     run(api->create(configmaps(), "default", configmap("cm-after-drop")));
     EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "cm-after-drop"); }));
     EXPECT_EQ(recorder.listings, 1);
     EXPECT_EQ(recorder.count("cm-after-drop"), 1);
-    finish(recorder);
 }
 
 TEST_F(Watching, GoneOnResumeRelists) {
-    auto api = make_client(admin());
-    Recorder recorder;
-    start_watch(*api, recorder);
-    ASSERT_TRUE(drive([&] { return recorder.listings == 1; }));
-    warm_up(*api, {&recorder}, "cm-warm-up");
+    auto& recorder = watch();
+    ASSERT_TRUE(listed(recorder));
+    warm_up({&recorder});
     server->stall_watches(true);
     run(api->create(configmaps(), "default", configmap("cm-missed")));
     server->compact_history();  // the watch's resourceVersion is now too old
     server->drop_watches();
     server->stall_watches(false);
-    EXPECT_TRUE(drive([&] { return recorder.listings == 2; }));
+    EXPECT_TRUE(listed(recorder, 2));
     EXPECT_TRUE(recorder.saw("", "cm-missed", /*listed=*/true));
-    finish(recorder);
 }
 
 TEST_F(Watching, StalledStreamIsReplacedAfterTheInactivityTimeout) {
-    auto api = make_client(admin());
-    Recorder recorder;
-    WatchSettings settings;
-    settings.inactivity_timeout = Seconds(1.5);
-    start_watch(*api, recorder, "default", settings);
-    ASSERT_TRUE(drive([&] { return recorder.listings == 1; }));
-    warm_up(*api, {&recorder}, "cm-warm-up");
+    auto& recorder = watch({.settings = with_inactivity_timeout(1.5)});
+    ASSERT_TRUE(listed(recorder));
+    warm_up({&recorder});
     server->stall_watches(true);  // the open stream goes silent: no events, no bookmarks
     run(api->create(configmaps(), "default", configmap("cm-during-stall")));
     // Only a new stream (resumed from the last resourceVersion) can deliver the event.
     EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "cm-during-stall"); }));
     EXPECT_EQ(recorder.listings, 1);
     server->stall_watches(false);
-    finish(recorder);
 }
 
 TEST_F(Watching, EveryWatchSurvivesUnauthorizedAndRelogin) {
-    auto api = make_client(admin());
-    Recorder in_default, everywhere;
-    start_watch(*api, in_default, "default");
-    start_watch(*api, everywhere, "");
+    auto& in_default = watch({.ns = "default"});
+    auto& everywhere = watch({.ns = ""});
     ASSERT_TRUE(drive([&] { return in_default.listings == 1 && everywhere.listings == 1; }));
-    warm_up(*api, {&in_default, &everywhere}, "cm-warm-up");
+    warm_up({&in_default, &everywhere});
     server->fail_next_requests(2, 401);
     server->drop_watches();
     ASSERT_TRUE(drive([&] { return relogins >= 1; }));
@@ -197,21 +213,16 @@ TEST_F(Watching, EveryWatchSurvivesUnauthorizedAndRelogin) {
     }));
     EXPECT_FALSE(in_default.finished);
     EXPECT_FALSE(everywhere.finished);
-    finish(in_default);
-    finish(everywhere);
 }
 
 TEST_F(Watching, ServerErrorOnWatchIsRetried) {
-    auto api = make_client(admin());
-    Recorder recorder;
-    start_watch(*api, recorder);
-    ASSERT_TRUE(drive([&] { return recorder.listings == 1; }));
-    warm_up(*api, {&recorder}, "cm-warm-up");
+    auto& recorder = watch();
+    ASSERT_TRUE(listed(recorder));
+    warm_up({&recorder});
     server->fail_next_requests(2, 500);
     server->drop_watches();
     run(api->create(configmaps(), "default", configmap("cm-after-500")));
     EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "cm-after-500"); }));
-    finish(recorder);
 }
 
 // A failing API server is not hammered: after an error the watch waits for the next of the
@@ -219,11 +230,10 @@ TEST_F(Watching, ServerErrorOnWatchIsRetried) {
 TEST_F(Watching, FailedReconnectsBackOffPerTheErrorBackoffs) {
     auto settings = fast_settings();
     settings.error_backoffs = {600};
-    auto api = make_client(admin(), settings);
-    Recorder recorder;
-    start_watch(*api, recorder);
-    ASSERT_TRUE(drive([&] { return recorder.listings == 1; }));
-    warm_up(*api, {&recorder}, "cm-warm-up");
+    api = make_client(admin(), settings);
+    auto& recorder = watch();
+    ASSERT_TRUE(listed(recorder));
+    warm_up({&recorder});
     server->fail_next_requests(1, 503);
     server->drop_watches();  // the reconnection gets the 503, then pauses for 600 s
     drive([] { return false; }, std::chrono::seconds(1));  // the reconnection meets the 503
@@ -246,37 +256,49 @@ std::string added(const std::string& name, int rv) {
            "\n";
 }
 
+// A scripted peer: every listing gets an empty list at resourceVersion 10, and the n-th watch
+// request (from 1) gets `stream(n)`. The test's client talks to the peer only.
 class RawWatching : public Watching {
   protected:
-    ConnectionInfo raw(const RawServer& peer) {
+    void SetUp() override { ClientTest::SetUp(); }  // no admin client: serve() makes the client
+
+    void serve(std::function<RawReply(int watch)> stream) {
+        peer = std::make_unique<RawServer>(
+            [this, stream = std::move(stream)](const std::string& line) -> RawReply {
+                if (line.find("watch=true") == std::string::npos)
+                    return {RawServer::json_response(list_body())};
+                return stream(++watches);
+            });
         ConnectionInfo info;
-        info.server = peer.url();
-        return info;
+        info.server = peer->url();
+        api = make_client(info);
     }
+    // The watch request after the listing and the first stream resumed from `version`.
+    void expect_resumed_from(int version) {
+        const auto requests = peer->requests();
+        ASSERT_GE(requests.size(), 3u);
+        EXPECT_NE(requests[2].find(fmt::format("resourceVersion={}", version)), std::string::npos)
+            << requests[2];
+    }
+
+    std::atomic<int> watches{0};
+    std::unique_ptr<RawServer> peer;
 };
 
 TEST_F(RawWatching, MalformedLineRestartsTheStreamFromTheLastVersion) {
-    std::atomic<int> watches{0};
-    RawServer peer([&](const std::string& line) -> RawReply {
-        if (line.find("watch=true") == std::string::npos)
-            return {RawServer::json_response(list_body())};
-        if (++watches == 1) {
+    serve([](int watch) -> RawReply {
+        if (watch == 1) {
             return {RawServer::chunked_head() + RawServer::chunk(added("a", 11)) +
                         RawServer::chunk("this is {not json\n"),
                     true};
         }
         return {RawServer::chunked_head() + RawServer::chunk(added("b", 12)), true};
     });
-    auto api = make_client(raw(peer));
-    Recorder recorder;
-    start_watch(*api, recorder);
+    auto& recorder = watch();
     EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "b"); }));
     EXPECT_TRUE(recorder.saw("ADDED", "a"));
     EXPECT_EQ(recorder.listings, 1);
-    auto requests = peer.requests();
-    ASSERT_GE(requests.size(), 3u);
-    EXPECT_NE(requests[2].find("resourceVersion=11"), std::string::npos) << requests[2];
-    finish(recorder);
+    expect_resumed_from(11);
 }
 
 TEST_F(RawWatching, KubernetesOrderedModifiedLinesAreAlsoRecognisedBeforeParsing) {
@@ -287,62 +309,45 @@ TEST_F(RawWatching, KubernetesOrderedModifiedLinesAreAlsoRecognisedBeforeParsing
                    name, rv, spec) +
                "\n";
     };
-    std::atomic<int> watches{0};
-    RawServer peer([&](const std::string& line) -> RawReply {
-        if (line.find("watch=true") == std::string::npos)
-            return {RawServer::json_response(list_body())};
-        if (++watches > 1) return {RawServer::chunked_head(), true};
+    serve([modified](int watch) -> RawReply {
+        if (watch > 1) return {RawServer::chunked_head(), true};
         return {RawServer::chunked_head() + RawServer::chunk(modified("a", 21, "")) +
                     RawServer::chunk(modified("b", 22, R"(,"spec":{"resourceVersion":"x"})")) +
                     RawServer::chunk(added("c", 23)),
                 true};
     });
-    auto api = make_client(raw(peer));
-    Recorder recorder;
     std::vector<std::string> asked;
-    start_watch(*api, recorder, "default", {}, [&](const std::string& version) {
+    auto& recorder = watch({.drop_unparsed = [&](const std::string& version) {
         asked.push_back(version);
         return true;
-    });
+    }});
     EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "c"); }));
     // "a" was dropped unparsed; "b" names the key twice, so it was parsed and delivered.
     EXPECT_EQ(asked, std::vector<std::string>{"21"});
     EXPECT_FALSE(recorder.saw("MODIFIED", "a"));
     EXPECT_TRUE(recorder.saw("MODIFIED", "b"));
-    finish(recorder);
 }
 
 TEST_F(RawWatching, StreamCutInTheMiddleOfAChunkResumes) {
-    std::atomic<int> watches{0};
-    RawServer peer([&](const std::string& line) -> RawReply {
-        if (line.find("watch=true") == std::string::npos)
-            return {RawServer::json_response(list_body())};
-        if (++watches == 1) {
+    serve([](int watch) -> RawReply {
+        if (watch == 1) {
             // A chunk announced as 0x100 bytes, cut after a line and a half.
             std::string partial = added("a", 11) + R"({"type":"ADDED","obj)";
             return {RawServer::chunked_head() + "100\r\n" + partial, false};
         }
         return {RawServer::chunked_head() + RawServer::chunk(added("b", 12)), true};
     });
-    auto api = make_client(raw(peer));
-    Recorder recorder;
-    start_watch(*api, recorder);
+    auto& recorder = watch();
     EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "b"); }));
     EXPECT_TRUE(recorder.saw("ADDED", "a"));
     EXPECT_EQ(recorder.events.size(), 2u);
-    auto requests = peer.requests();
-    ASSERT_GE(requests.size(), 3u);
-    EXPECT_NE(requests[2].find("resourceVersion=11"), std::string::npos) << requests[2];
-    finish(recorder);
+    expect_resumed_from(11);
 }
 
 TEST_F(RawWatching, StreamWithoutChunkedEncodingIsReadToItsEnd) {
     // Chunked bodies are handed over from the receive buffer; a plain body takes another path.
-    std::atomic<int> watches{0};
-    RawServer peer([&](const std::string& line) -> RawReply {
-        if (line.find("watch=true") == std::string::npos)
-            return {RawServer::json_response(list_body())};
-        if (++watches == 1) {
+    serve([](int watch) -> RawReply {
+        if (watch == 1) {
             const std::string lines = added("a", 11) + added("b", 12);
             return {"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
                         std::to_string(lines.size()) + "\r\n\r\n" + lines,
@@ -350,50 +355,34 @@ TEST_F(RawWatching, StreamWithoutChunkedEncodingIsReadToItsEnd) {
         }
         return {RawServer::chunked_head() + RawServer::chunk(added("c", 13)), true};
     });
-    auto api = make_client(raw(peer));
-    Recorder recorder;
-    start_watch(*api, recorder);
+    auto& recorder = watch();
     EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "c"); }));
     EXPECT_TRUE(recorder.saw("ADDED", "a"));
     EXPECT_TRUE(recorder.saw("ADDED", "b"));
     EXPECT_EQ(recorder.events.size(), 3u);
-    auto requests = peer.requests();
-    ASSERT_GE(requests.size(), 3u);
-    EXPECT_NE(requests[2].find("resourceVersion=12"), std::string::npos) << requests[2];
-    finish(recorder);
+    expect_resumed_from(12);
 }
 
 TEST_F(RawWatching, StreamThatKeepsTalkingOutlivesItsInactivityTimeout) {
     // The inactivity deadline moves with every read: a stream never silent for as long as the
     // timeout is kept, however long it lasts.
-    std::atomic<int> watches{0};
-    RawServer peer([&](const std::string& line) -> RawReply {
-        if (line.find("watch=true") == std::string::npos)
-            return {RawServer::json_response(list_body())};
-        if (++watches > 1) return {RawServer::chunked_head(), true};
+    serve([](int watch) -> RawReply {
+        if (watch > 1) return {RawServer::chunked_head(), true};
         RawReply reply{RawServer::chunked_head() + RawServer::chunk(added("a0", 11)), true};
         for (int i = 1; i <= 6; ++i)
             reply.trickle.push_back(RawServer::chunk(added("a" + std::to_string(i), 11 + i)));
         reply.trickle_every = std::chrono::milliseconds(300);
         return reply;
     });
-    auto api = make_client(raw(peer));
-    Recorder recorder;
-    WatchSettings settings;
-    settings.inactivity_timeout = Seconds(1.0);
-    start_watch(*api, recorder, "default", settings);
+    auto& recorder = watch({.settings = with_inactivity_timeout(1.0)});
     EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "a6"); }));
     EXPECT_EQ(watches.load(), 1);  // 1.8 s of events 0.3 s apart on the one stream
     EXPECT_EQ(recorder.events.size(), 7u);
-    finish(recorder);
 }
 
 TEST_F(RawWatching, ErrorEventWithGoneRelists) {
-    std::atomic<int> watches{0};
-    RawServer peer([&](const std::string& line) -> RawReply {
-        if (line.find("watch=true") == std::string::npos)
-            return {RawServer::json_response(list_body())};
-        if (++watches == 1) {
+    serve([](int watch) -> RawReply {
+        if (watch == 1) {
             return {
                 RawServer::chunked_head() +
                     RawServer::chunk(
@@ -403,12 +392,9 @@ TEST_F(RawWatching, ErrorEventWithGoneRelists) {
         }
         return {RawServer::chunked_head() + RawServer::chunk(added("b", 12)), true};
     });
-    auto api = make_client(raw(peer));
-    Recorder recorder;
-    start_watch(*api, recorder);
+    auto& recorder = watch();
     EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "b"); }));
     EXPECT_EQ(recorder.listings, 2);
-    finish(recorder);
 }
 
 }  // namespace
