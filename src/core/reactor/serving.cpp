@@ -17,6 +17,7 @@
 
 #include "clients/api.hpp"
 #include "clients/facade.hpp"
+#include "configs/client_settings.hpp"
 #include "core/actions/logging.hpp"
 #include "core/engines/daemons.hpp"
 #include "core/engines/events.hpp"
@@ -111,7 +112,8 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
           posting(std::move(posting_context)),
           scope(std::move(scope)),
           vault(std::make_shared<structs::Vault>()),
-          api(io.get_executor(), vault, make_relogin(std::move(login)), client_settings(settings)),
+          api(io.get_executor(), vault, make_relogin(std::move(login)),
+              configs::client_settings(settings)),
           env{registry, settings, actions::lifecycles::asap, [] { return actions::Clock::now(); },
               [posting = posting](const json& body) -> std::shared_ptr<Logger> {
                   return std::make_shared<ObjectLogger>(ObjectRef::from_body(body), posting);
@@ -196,31 +198,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         };
     }
 
-    static clients::ClientSettings client_settings(const OperatorSettings& settings) {
-        clients::ClientSettings out;
-        out.request_timeout = clients::Seconds(settings.networking.request_timeout);
-        if (settings.networking.connect_timeout) {
-            out.connect_timeout = clients::Seconds(*settings.networking.connect_timeout);
-        }
-        out.error_backoffs = settings.networking.error_backoffs;
-        out.enforce_retry_after = settings.networking.enforce_retry_after;
-        out.qps = settings.networking.qps;
-        out.burst = settings.networking.burst;
-        return out;
-    }
-
-    clients::WatchSettings watch_settings() const {
-        clients::WatchSettings out;
-        if (settings.watching.server_timeout) {
-            out.server_timeout = clients::Seconds(*settings.watching.server_timeout);
-        }
-        if (settings.watching.client_timeout) {
-            out.client_timeout = clients::Seconds(*settings.watching.client_timeout);
-        }
-        out.reconnect_backoff = clients::Seconds(settings.watching.reconnect_backoff);
-        out.inactivity_timeout = clients::Seconds(settings.watching.inactivity_timeout);
-        return out;
-    }
+    clients::WatchSettings watch_settings() const { return configs::watch_settings(settings); }
 
     // ---- resources -------------------------------------------------------------------------
 
@@ -686,7 +664,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         // An operator may start before its API server is reachable (a pod starting with its
         // cluster): each failed attempt is explained, then retried after the next of
         // settings.networking.error_backoffs (the last one repeating), until a stop.
-        clients::ClientSettings probe_settings = client_settings(settings);
+        clients::ClientSettings probe_settings = configs::client_settings(settings);
         probe_settings.error_backoffs.clear();
         // Kept for the operator's lifetime: its pooled connections may outlive this request.
         probe = std::make_unique<clients::ApiClient>(io.get_executor(), vault, clients::ReloginFn{},
