@@ -353,4 +353,14 @@ std::shared_ptr<spdlog::logger> logger(const std::string& name) {
     return created;
 }
 
+std::string describe(std::exception_ptr error) {
+    try {
+        std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+        return e.what();
+    } catch (...) {
+        return "unknown error";
+    }
+}
+
 }  // namespace kopf::runtime

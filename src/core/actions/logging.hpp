@@ -6,6 +6,7 @@
 #include <spdlog/logger.h>
 
 #include <atomic>
+#include <exception>
 #include <functional>
 #include <kopf/logger.hpp>
 #include <memory>
@@ -100,5 +101,8 @@ class NamedLogger final : public kopf::Logger {
 
 // The spdlog logger with the given dotted name (e.g. "kopf.activities"), created on first use.
 std::shared_ptr<spdlog::logger> logger(const std::string& name);
+
+// The message of a failed task's exception, for the log line about it.
+std::string describe(std::exception_ptr error);
 
 }  // namespace kopf::runtime

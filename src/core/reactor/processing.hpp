@@ -1,5 +1,5 @@
 // src/core/reactor: the processing of one watch event of one object — the entry point that the
-// per-object queues (core/reactor/queueing, driven by serving) call. Mirrors Kopf's
+// per-object queues (core/reactor/queueing, fed by orchestration's watchers) call. Mirrors Kopf's
 // reactor/processing.py.
 //
 // How the runtime uses it, per object (one worker per object, events batched to the latest):
@@ -14,7 +14,8 @@
 //     // processing of this object; applied.wakeup_after: if no event comes within that many
 //     // seconds, call kopf::reactor::touch(...) (Kopf's touch-dummy) to provoke a new event.
 //
-// The API writes go through `PatchApplier`, which the runtime implements with the API client.
+// The API writes go through `PatchApplier`, which the runtime implements with the API client
+// (core/reactor/application).
 #pragma once
 
 #include <functional>

@@ -1,8 +1,9 @@
-// Serving the resources (running.cpp starts it once the operator has logged in): discovery,
-// resolving the handlers' selectors to served resources, one watcher per resource and
-// namespace, the namespaces matched by the scope's patterns (followed as they come and go),
-// the CRDs (rescanned as they come and go), the per-object queues calling the handling core,
-// the patches written back with the API client, touch-dummy wake-ups, and Events posting.
+// Serving the resources (running.cpp starts it once the operator has logged in): the
+// composition of the reactor's parts for one operator, and its lifetime (reaching the API,
+// starting, stopping). Observation finds what to serve, orchestration watches it, the
+// per-object queues call the processing, whose patches and touch-dummies are applied with the
+// API client (application); daemons and indices run beside them; the operator's Events are
+// posted from here.
 #pragma once
 
 #include <exception>

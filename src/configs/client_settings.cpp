@@ -1,0 +1,31 @@
+#include "configs/client_settings.hpp"
+
+namespace kopf::configs {
+
+clients::ClientSettings client_settings(const OperatorSettings& settings) {
+    clients::ClientSettings out;
+    out.request_timeout = clients::Seconds(settings.networking.request_timeout);
+    if (settings.networking.connect_timeout) {
+        out.connect_timeout = clients::Seconds(*settings.networking.connect_timeout);
+    }
+    out.error_backoffs = settings.networking.error_backoffs;
+    out.enforce_retry_after = settings.networking.enforce_retry_after;
+    out.qps = settings.networking.qps;
+    out.burst = settings.networking.burst;
+    return out;
+}
+
+clients::WatchSettings watch_settings(const OperatorSettings& settings) {
+    clients::WatchSettings out;
+    if (settings.watching.server_timeout) {
+        out.server_timeout = clients::Seconds(*settings.watching.server_timeout);
+    }
+    if (settings.watching.client_timeout) {
+        out.client_timeout = clients::Seconds(*settings.watching.client_timeout);
+    }
+    out.reconnect_backoff = clients::Seconds(settings.watching.reconnect_backoff);
+    out.inactivity_timeout = clients::Seconds(settings.watching.inactivity_timeout);
+    return out;
+}
+
+}  // namespace kopf::configs

@@ -1,0 +1,138 @@
+// Orchestration (Kopf's reactor/orchestration.py): one watcher per served resource and
+// namespace (one cluster-wide for cluster resources or with -A), started and stopped as
+// observation revises the insights; it also runs the observers' watch loops. A watcher keys
+// its events by object and queues them for the objects' workers (core/reactor/queueing), for
+// indexed resources through the indices first.
+#pragma once
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <functional>
+#include <kopf/registry.hpp>
+#include <kopf/resource.hpp>
+#include <kopf/settings.hpp>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "clients/api.hpp"
+#include "clients/settings.hpp"
+#include "clients/stop.hpp"
+#include "core/actions/logging.hpp"
+#include "core/engines/indexing.hpp"
+#include "core/reactor/observation.hpp"
+#include "core/reactor/processing.hpp"
+#include "structs/references.hpp"
+
+namespace kopf::runtime {
+
+namespace asio = boost::asio;
+
+class ObjectQueues;
+
+// One served resource kind: its API and public descriptions.
+struct ServedKind {
+    structs::Resource api;
+    kopf::Resource public_;
+    std::string name;      // api.to_string()
+    bool indexed = false;  // index handlers select it
+    bool handled = true;   // other handlers select it: its objects are queued for them
+};
+
+// One object of a served kind: its memory lives here, found with the same lookup as the rest
+// (a separate map of memories by uid showed in profiles).
+struct ObjectEntry {
+    std::shared_ptr<ServedKind> kind;
+    unsigned long events = 0;  // a touch-dummy is sent only if no event came meanwhile
+    std::optional<reactor::ResourceMemory> memory;  // from its first processing on
+};
+
+// By object key (resource/uid); forgotten when the object is gone.
+using ObjectEntries = std::unordered_map<std::string, ObjectEntry>;
+
+class Orchestration {
+  public:
+    // `queues` and `objects` are the serving's: the watchers fill them, the processing empties
+    // them. `indexing` is null without index handlers.
+    Orchestration(asio::io_context& io, clients::ApiClient& api, const Registry& registry,
+                  const OperatorSettings& settings, bool clusterwide, ObjectQueues& queues,
+                  ObjectEntries& objects, engines::IndexingEngine* indexing);
+
+    // The owner whose lifetime the watch loops extend (the serving this is a part of).
+    void anchor(std::weak_ptr<void> owner) { this->owner = std::move(owner); }
+
+    // Starts the watchers that the insights call for and stops those they no longer do.
+    void update_watchers(const Insights& insights);
+
+    // Runs one watch loop of `resource` on the loop until `stop`; its end is logged, never fatal.
+    void watch_until_stopped(const structs::Resource& resource, const std::string& namespace_,
+                             std::shared_ptr<clients::StopSignal> stop,
+                             std::function<void(clients::WatchEvent&&)> on_event,
+                             const char* logger_name, std::string failure,
+                             std::function<bool(const std::string&)> drop_unparsed = {},
+                             std::function<void()> on_listed = {}) {
+        auto self = anchored();
+        asio::co_spawn(
+            io,
+            [self, resource, namespace_, stop, on_event = std::move(on_event),
+             drop_unparsed = std::move(drop_unparsed),
+             on_listed = std::move(on_listed)]() -> asio::awaitable<void> {
+                // Named first: g++ 12 destroys argument temporaries of a co_await twice.
+                clients::WatchRequest request{.resource = resource,
+                                              .namespace_ = namespace_,
+                                              .settings = self->watch_settings(),
+                                              .on_event = on_event,
+                                              .stop = stop.get(),
+                                              .on_listed = on_listed,
+                                              .drop_unparsed = drop_unparsed};
+                auto watching = self->api.watch_objs(std::move(request));
+                co_await std::move(watching);
+            },
+            [logger_name, failure = std::move(failure)](std::exception_ptr error) {
+                if (error) logger(logger_name)->error("{}: {}", failure, describe(error));
+            });
+    }
+
+    // Stops the watchers; their late events are ignored.
+    void stop();
+
+  private:
+    using WatcherKey = std::pair<std::string, std::string>;  // resource name, namespace
+
+    // This, keeping its owner alive (what shared_from_this() is to a class of its own).
+    std::shared_ptr<Orchestration> anchored() { return {owner.lock(), this}; }
+    clients::WatchSettings watch_settings() const;
+
+    std::set<WatcherKey> wanted_watchers(const Insights& insights) const;
+    std::shared_ptr<ServedKind> kind_of(const structs::Resource& resource);
+    bool handles(const kopf::Resource& resource) const;
+    void start_watcher(const WatcherKey& key, const structs::Resource& resource,
+                       std::shared_ptr<clients::StopSignal> stop);
+    bool drop_echo(const std::string& version, const std::string& key_prefix);
+    void on_watch_event(const std::shared_ptr<ServedKind>& kind,
+                        engines::IndexingEngine::WatcherId indexed, clients::WatchEvent&& event);
+    void enqueue(const std::shared_ptr<ServedKind>& kind, clients::WatchEvent&& event);
+
+    asio::io_context& io;
+    clients::ApiClient& api;
+    const Registry& registry;
+    const OperatorSettings& settings;
+    const bool clusterwide;
+    ObjectQueues& queues;
+    ObjectEntries& objects;
+    engines::IndexingEngine* const indexing;
+    std::weak_ptr<void> owner;
+    bool stopping = false;
+    std::map<WatcherKey, std::shared_ptr<clients::StopSignal>> watchers;
+    std::map<std::string, std::shared_ptr<ServedKind>> kinds;  // by resource name
+    // The ids of the indexed watchers.
+    std::map<WatcherKey, engines::IndexingEngine::WatcherId> indexed_watchers;
+};
+
+}  // namespace kopf::runtime
