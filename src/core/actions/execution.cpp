@@ -37,7 +37,7 @@ std::string format_seconds(double s) {
 
 // As Python prints a timedelta: "0:00:30" or "0:00:30.500000".
 std::string format_timedelta(double seconds) {
-    auto total_us = static_cast<long long>(seconds * 1e6 + 0.5);
+    const long long total_us = std::llround(seconds * 1e6);
     long long us = total_us % 1000000;
     long long secs = total_us / 1000000;
     char buf[64];

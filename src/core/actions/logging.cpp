@@ -27,8 +27,7 @@ thread_local const ObjectRef* current_object = nullptr;
 
 const char* level_name(spdlog::level::level_enum level) {
     switch (level) {
-        case spdlog::level::trace:
-            return "DEBUG";
+        case spdlog::level::trace:  // Kopf's DEBUG covers spdlog's trace too
         case spdlog::level::debug:
             return "DEBUG";
         case spdlog::level::info:
@@ -47,7 +46,6 @@ const char* level_name(spdlog::level::level_enum level) {
 const char* severity_name(spdlog::level::level_enum level) {
     switch (level) {
         case spdlog::level::trace:
-            return "debug";
         case spdlog::level::debug:
             return "debug";
         case spdlog::level::info:

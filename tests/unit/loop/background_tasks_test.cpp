@@ -20,6 +20,11 @@ namespace {
 // The operator's loop: the virtual executor with the operator's background tasks.
 class OperatorLoop final : public Executor {
   public:
+    // As the operator's exit does: what still runs is cancelled and finishes.
+    ~OperatorLoop() override {
+        tasks->cancel_all();
+        virtual_.run();
+    }
     void post(std::function<void()> fn) override { virtual_.post(std::move(fn)); }
     void post_after(double seconds, std::function<void()> fn) override {
         virtual_.post_after(seconds, std::move(fn));
