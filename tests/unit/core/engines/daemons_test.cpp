@@ -7,7 +7,7 @@
 
 #include <coroutine>
 
-#include "support/harness.hpp"
+#include "unit/core/support/harness.hpp"
 
 namespace kopf::testing {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "support/manual_executor.hpp"
+#include "integration/runtime/support/manual_executor.hpp"
 
 using kopf::json;
 using kopf::runtime::ObjectQueues;
