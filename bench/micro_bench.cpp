@@ -83,7 +83,7 @@ void BM_IndexUpdate(benchmark::State& state) {
     kopf::on::index idx(registry, "benchobjects", {.id = "by_field"}, [](kopf::Context& ctx) {
         return json{{ctx.spec.value("field", ""), ctx.name}};
     });
-    kopf::actions::VirtualExecutor loop;
+    kopf::loop::VirtualExecutor loop;
     kopf::OperatorSettings settings;
     kopf::Memo memo;
     kopf::engines::IndexingEngine engine({loop, settings, memo}, registry.indexing,

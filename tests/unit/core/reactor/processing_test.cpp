@@ -711,7 +711,7 @@ TEST(Memos, CustomMemoTypesAreShallowCopied) {
     json event = {{"type", "ADDED"}, {"object", h.body}};
     auto& memory = h.memories.recall(event, base);
     auto env = h.env();
-    kopf::actions::run_sync(kopf::reactor::process_resource_event(env, h.resource, memory, event));
+    kopf::loop::run_sync(kopf::reactor::process_resource_event(env, h.resource, memory, event));
     EXPECT_EQ(*base.shared, 1);
 }
 
@@ -739,7 +739,7 @@ TEST(Processing, InvalidEventsAreRejectedWithAClearError) {
     Harness h;
     kopf::reactor::ResourceMemory memory;
     auto env = h.env();
-    EXPECT_THROW(kopf::actions::run_sync(kopf::reactor::process_resource_event(
+    EXPECT_THROW(kopf::loop::run_sync(kopf::reactor::process_resource_event(
                      env, h.resource, memory, json{{"type", "ADDED"}})),
                  std::invalid_argument);
 }
@@ -792,7 +792,7 @@ kopf::reactor::ApplyResult apply(Harness& h, RecordingApplier& api,
     json event = {{"type", "MODIFIED"}, {"object", h.body}};
     auto& memory = h.memories.recall(event, h.memobase);
     auto env = h.env();
-    return kopf::actions::run_sync(kopf::reactor::apply_outcome(api, env, h.resource, memory, out));
+    return kopf::loop::run_sync(kopf::reactor::apply_outcome(api, env, h.resource, memory, out));
 }
 
 TEST(Application, StatusIsPatchedSeparatelyAfterTheBodyForStatusSubresources) {

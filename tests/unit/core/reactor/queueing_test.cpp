@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "integration/runtime/support/manual_executor.hpp"
+#include "loop/virtual_executor.hpp"
 
 using kopf::json;
 using kopf::runtime::ObjectQueues;
@@ -36,7 +36,7 @@ struct Recorder {
 }  // namespace
 
 TEST(ObjectQueues, EventsArrivingWhileBusyAreBatchedToTheLatest) {
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     ObjectQueues queues(executor, {}, recorder.processor());
     queues.push("uid1", event("ADDED", "1"));
@@ -48,7 +48,7 @@ TEST(ObjectQueues, EventsArrivingWhileBusyAreBatchedToTheLatest) {
 }
 
 TEST(ObjectQueues, DifferentObjectsAreProcessedConcurrently) {
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     ObjectQueues queues(executor, {}, recorder.processor());
     queues.push("uid1", event("ADDED", "1"));
@@ -58,7 +58,7 @@ TEST(ObjectQueues, DifferentObjectsAreProcessedConcurrently) {
 }
 
 TEST(ObjectQueues, WorkerLimitHoldsBackOtherObjectsUntilASlotFrees) {
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     QueueingOptions options;
     options.worker_limit = 1;
@@ -75,7 +75,7 @@ TEST(ObjectQueues, WorkerLimitHoldsBackOtherObjectsUntilASlotFrees) {
 }
 
 TEST(ObjectQueues, IdleWorkersExitAfterIdleTimeout) {
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     QueueingOptions options;
     options.idle_timeout = 5;
@@ -89,7 +89,7 @@ TEST(ObjectQueues, IdleWorkersExitAfterIdleTimeout) {
 }
 
 TEST(ObjectQueues, IdleWorkersNeverExitEarlyAndAtMostOnePercentLate) {
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     QueueingOptions options;
     options.idle_timeout = 10;
@@ -105,7 +105,7 @@ TEST(ObjectQueues, IdleWorkersNeverExitEarlyAndAtMostOnePercentLate) {
 // 1,000 objects handled one per millisecond go idle within one second: their workers exit in a
 // few wake-ups of the loop, not in one each (each cost ~30 µs of CPU per object).
 TEST(ObjectQueues, WorkersGoingIdleTogetherExitInAFewWakeUps) {
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     QueueingOptions options;
     options.idle_timeout = 5;
@@ -126,7 +126,7 @@ TEST(ObjectQueues, WorkersGoingIdleTogetherExitInAFewWakeUps) {
 // The consistency deadline of a handled object is voided by its echo within milliseconds: the
 // loop is not woken for it seconds later.
 TEST(ObjectQueues, ConsistencyDeadlinesVoidedByTheEchoWakeNobody) {
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     QueueingOptions options;
     options.consistency_timeout = 5;
@@ -150,7 +150,7 @@ TEST(ObjectQueues, ConsistencyDeadlinesVoidedByTheEchoWakeNobody) {
 // A worker that exited and came back with a new event is not hit by its predecessor's
 // deadlines (consistency waits longer than idle workers live here).
 TEST(ObjectQueues, AReturningObjectIsNotHitByItsFormerWorkersDeadlines) {
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     QueueingOptions options;
     options.consistency_timeout = 10;
@@ -173,7 +173,7 @@ TEST(ObjectQueues, AReturningObjectIsNotHitByItsFormerWorkersDeadlines) {
 }
 
 TEST(ObjectQueues, EachWorkerGetsItsOwnTimeoutsThoughTheyShareOneTimer) {
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     QueueingOptions options;
     options.idle_timeout = 5;
@@ -204,7 +204,7 @@ TEST(ObjectQueues, EachWorkerGetsItsOwnTimeoutsThoughTheyShareOneTimer) {
 }
 
 TEST(ObjectQueues, AfterOwnPatchWaitsForThePatchedVersion) {
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     QueueingOptions options;
     options.consistency_timeout = 5;
@@ -219,7 +219,7 @@ TEST(ObjectQueues, AfterOwnPatchWaitsForThePatchedVersion) {
 }
 
 TEST(ObjectQueues, TheEchoOfOurPatchThatNeedsNothingIsNotProcessed) {
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     ObjectQueues queues(executor, {}, recorder.processor());
     queues.push("uid1", event("ADDED", "1"));
@@ -233,7 +233,7 @@ TEST(ObjectQueues, TheEchoOfOurPatchThatNeedsNothingIsNotProcessed) {
 }
 
 TEST(ObjectQueues, TheEchoThatNeedsNothingIsRecognisedByItsVersionAlone) {
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     ObjectQueues queues(executor, {}, recorder.processor());
     queues.push("uid1", event("ADDED", "1"));
@@ -250,7 +250,7 @@ TEST(ObjectQueues, TheEchoThatNeedsNothingIsRecognisedByItsVersionAlone) {
 
 TEST(ObjectQueues, AVersionOfAnotherKindIsNotTakenForOurEcho) {
     // Served by different API servers (aggregated APIs), two kinds may reuse a version.
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     ObjectQueues queues(executor, {}, recorder.processor());
     queues.push("pods/uid1", event("ADDED", "1"));
@@ -267,7 +267,7 @@ TEST(ObjectQueues, AVersionOfAnotherKindIsNotTakenForOurEcho) {
 
 TEST(ObjectQueues, AnEchoThatNeedsProcessingIsNeverDroppedByItsVersion) {
     for (const std::string next : {"", "foreign change", "timeout"}) {
-        kopf::testing::ManualExecutor executor;
+        kopf::loop::VirtualExecutor executor;
         Recorder recorder;
         QueueingOptions options;
         options.consistency_timeout = 5;
@@ -282,7 +282,7 @@ TEST(ObjectQueues, AnEchoThatNeedsProcessingIsNeverDroppedByItsVersion) {
 }
 
 TEST(ObjectQueues, TheEchoThatArrivedBeforeTheAnswerIsNotProcessedEither) {
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     ObjectQueues queues(executor, {}, recorder.processor());
     queues.push("uid1", event("ADDED", "1"));
@@ -294,7 +294,7 @@ TEST(ObjectQueues, TheEchoThatArrivedBeforeTheAnswerIsNotProcessedEither) {
 }
 
 TEST(ObjectQueues, ChangesBatchedWithTheEchoAreProcessed) {
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     ObjectQueues queues(executor, {}, recorder.processor());
     queues.push("uid1", event("ADDED", "1"));
@@ -307,7 +307,7 @@ TEST(ObjectQueues, ChangesBatchedWithTheEchoAreProcessed) {
 
 TEST(ObjectQueues, SomeoneElsesChangeBeforeOurEchoIsProcessedWithIt) {
     for (const bool while_busy : {true, false}) {
-        kopf::testing::ManualExecutor executor;
+        kopf::loop::VirtualExecutor executor;
         Recorder recorder;
         ObjectQueues queues(executor, {}, recorder.processor());
         queues.push("uid1", event("ADDED", "1"));
@@ -321,7 +321,7 @@ TEST(ObjectQueues, SomeoneElsesChangeBeforeOurEchoIsProcessedWithIt) {
 }
 
 TEST(ObjectQueues, APatchThatWroteNothingNeedsNoWaiting) {
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     QueueingOptions options;
     options.consistency_timeout = 5;
@@ -334,7 +334,7 @@ TEST(ObjectQueues, APatchThatWroteNothingNeedsNoWaiting) {
 }
 
 TEST(ObjectQueues, ConsistencyTimeoutProcessesWhatArrived) {
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     QueueingOptions options;
     options.consistency_timeout = 5;
@@ -350,7 +350,7 @@ TEST(ObjectQueues, ConsistencyTimeoutProcessesWhatArrived) {
 }
 
 TEST(ObjectQueues, ShutdownWaitsForBusyWorkers) {
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     ObjectQueues queues(executor, {}, recorder.processor());
     queues.push("uid1", event("ADDED", "1"));
@@ -365,7 +365,7 @@ TEST(ObjectQueues, ShutdownWaitsForBusyWorkers) {
 }
 
 TEST(ObjectQueues, ShutdownGivesUpOnBusyWorkersAfterExitTimeout) {
-    kopf::testing::ManualExecutor executor;
+    kopf::loop::VirtualExecutor executor;
     Recorder recorder;
     QueueingOptions options;
     options.exit_timeout = 2;
