@@ -1,4 +1,4 @@
-// The `daemons` group of bench/run.sh: daemons and timers (issue 17). This tool creates the
+// The `daemons` group of bench/run.sh: daemons and timers. This tool creates the
 // objects and runs the operator as its own child process (`kopf run`, pinned to its own core),
 // so that it can measure the operator's CPU and memory from outside, including the CPU of its
 // exit: a process's CPU is no longer readable in /proc once it has exited, so the tool reads the

@@ -75,7 +75,7 @@ const std::string& watch_chunk() {
 }
 
 // First: Google Benchmark's CSV names the user counters from the first benchmark that runs.
-// One update of an in-memory index (issue 18): a MODIFIED event of one of N indexed objects that
+// One update of an in-memory index: a MODIFIED event of one of N indexed objects that
 // moves it to another key ({spec.field: name}), through the indexing engine as the watcher calls
 // it: the handler, the context, the index's write lock, the old entry out and the new one in.
 void BM_IndexUpdate(benchmark::State& state) {
@@ -83,7 +83,7 @@ void BM_IndexUpdate(benchmark::State& state) {
     kopf::on::index idx(registry, "benchobjects", {.id = "by_field"}, [](kopf::Context& ctx) {
         return json{{ctx.spec.value("field", ""), ctx.name}};
     });
-    kopf::actions::VirtualExecutor loop;
+    kopf::loop::VirtualExecutor loop;
     kopf::OperatorSettings settings;
     kopf::Memo memo;
     kopf::engines::IndexingEngine engine({loop, settings, memo}, registry.indexing,

@@ -453,7 +453,7 @@ client_figures() {
     stop_process "$SERVER_PID"
 }
 
-# Daemons and timers (issue 17). daemons_load (core 0, with the API server) creates the objects
+# Daemons and timers. daemons_load (core 0, with the API server) creates the objects
 # and starts the operator as its own child on core 1, so that it can also take the CPU of the
 # operator's exit (wait4's rusage − the CPU clock read just before SIGTERM).
 daemons_run() {  # MODE OBJECTS OPERATOR_SOURCE [more daemons_load options]: one operator lifetime
@@ -551,7 +551,7 @@ daemons_figures() {
     record "timers ${n}: operator CPU from SIGTERM to exit" "$(field "$out" 'exit: operator CPU ([0-9.]+) ms')" "ms"
 }
 
-# In-memory indexing (issue 18), with daemons_load and the daemons group's operator as the
+# In-memory indexing, with daemons_load and the daemons group's operator as the
 # baseline: the indexing operator is the same plus an index of every object. On objects that get
 # no daemon (labelled off): the index's RSS and start-up CPU per object (with − without). On
 # objects that get a daemon each: handling starts (the first daemon) only once the index holds

@@ -1,6 +1,6 @@
 #include "loop/virtual_executor.hpp"
 
-namespace kopf::actions {
+namespace kopf::loop {
 
 void VirtualExecutor::run() {
     while (!ready_.empty() || !timers_.empty()) {
@@ -36,4 +36,4 @@ void VirtualExecutor::run_until(double deadline) {
     now_ = std::max(now_, deadline);
 }
 
-}  // namespace kopf::actions
+}  // namespace kopf::loop

@@ -7,12 +7,13 @@
 #include <kopf/task.hpp>
 #include <map>
 
-namespace kopf::actions {
+namespace kopf::loop {
 
 class VirtualExecutor final : public Executor {
   public:
     void post(std::function<void()> fn) override { ready_.push_back(std::move(fn)); }
     void post_after(double seconds, std::function<void()> fn) override {
+        if (seconds > 0) ++timers_set_;
         timers_.emplace(now_ + (seconds > 0 ? seconds : 0), std::move(fn));
     }
     void run_blocking(std::function<void()> work, std::function<void()> done) override {
@@ -23,12 +24,17 @@ class VirtualExecutor final : public Executor {
     void run();
     /// Run what is due until `deadline` (timers in time order), then set the clock to it.
     void run_until(double deadline);
+    /// Run what is due in the next `seconds` of virtual time, then set the clock to their end.
+    void advance(double seconds) { run_until(now_ + seconds); }
     double now() const override { return now_; }
+    /// How many functions were posted with a delay: the wake-ups a real loop's timer would make.
+    unsigned long timers_set() const { return timers_set_; }
 
   private:
     std::deque<std::function<void()>> ready_;
     std::multimap<double, std::function<void()>> timers_;
     double now_ = 0;
+    unsigned long timers_set_ = 0;
 };
 
 /// Run a task to completion on a fresh virtual executor; rethrows its exception.
@@ -46,4 +52,4 @@ T run_sync(Task<T> task) {
     return std::move(*value);
 }
 
-}  // namespace kopf::actions
+}  // namespace kopf::loop

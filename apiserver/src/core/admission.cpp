@@ -1,4 +1,4 @@
-// Admission webhooks (§9): matching of Mutating/ValidatingWebhookConfigurations,
+// Admission webhooks: matching of Mutating/ValidatingWebhookConfigurations,
 // AdmissionReview v1 requests through CoreOptions::admission, JSON-patch
 // responses, warnings, failurePolicy, timeouts, dry-run side effects.
 #include "core/engine.hpp"

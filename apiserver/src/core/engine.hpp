@@ -115,7 +115,8 @@ struct Resource {
 using ResourcePtr = std::shared_ptr<Resource>;
 
 std::vector<ResourcePtr> builtin_resources();  // catalog.cpp
-// Validate a CRD body (§7.2); returns field errors as Status causes.
+// Validate a CRD body as kube-apiserver does (its name is plural.group, the group a domain,
+// the scope, names and versions well-formed); returns field errors as Status causes.
 json validate_crd(const json& crd);
 ResourcePtr resource_from_crd(const json& crd);
 void default_crd(json& crd);
@@ -258,7 +259,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
     HttpResponse openapi(const std::vector<std::string>& seg);
     json resource_list(const std::string& group, const std::string& version) const;
     std::map<std::string, std::vector<std::string>> served_groups() const;  // group->versions
-    // APIGroupDiscoveryList (§1.4) of the core group (/api) or of all others (/apis).
+    // The aggregated discovery (an APIGroupDiscoveryList of apidiscovery.k8s.io/v2 or v2beta1,
+    // as the Accept header asks) of the core group (/api) or of all others (/apis).
     json aggregated_discovery(bool core_group, const std::string& api_version) const;
 
     // objects.cpp

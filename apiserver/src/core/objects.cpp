@@ -1,5 +1,6 @@
 // Object semantics: storage primitives, get/list, create/update/patch/delete
-// pipelines with the metadata rules of kube-apiserver (§3–§6 of the spec).
+// pipelines with the metadata rules of kube-apiserver (names and generateName, uid,
+// resourceVersion, generation, timestamps, managedFields, finalizers and graceful deletion).
 #include <algorithm>
 #include <random>
 
@@ -957,8 +958,8 @@ HttpResponse Engine::do_patch(RequestInfo& rq, Lock& lock) {
         patched = is_apply || rq.sub == "scale" ? base : std::move(base);
         patched.merge_patch(patch);
         if (is_apply) {
-            // Server-side apply (minimum of §5.5): merge, drop what this manager applied
-            // before but omits now, and record the manager's fields.
+            // Server-side apply, in its simple form (lists are atomic, no merge keys): merge,
+            // drop what this manager applied before but omits now, and record its fields.
             json fields = fields_of(patch);
             json managed = base["metadata"].value("managedFields", json::array());
             if (!managed.is_array()) managed = json::array();

@@ -1,5 +1,6 @@
-// Kubernetes Status bodies produced by the network layer itself (spec §4.2, §10, §11):
-// authentication failures, overload, oversized or malformed requests, injected faults.
+// Kubernetes Status bodies produced by the network layer itself, for requests that never reach
+// the API core: authentication failures, overload, oversized or malformed requests, injected
+// faults.
 #pragma once
 
 #include <string>

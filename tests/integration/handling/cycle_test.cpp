@@ -268,7 +268,8 @@ TEST_F(HandlingCycle, ResumeHandlersRunOnceForTheObjectsFoundAtStartNotForNewOne
 
 TEST_F(HandlingCycle, ObjectsWithKopfsPersistedStateAreContinuedFromIt) {
     Calls calls;
-    // Written as Python Kopf persists them (kopf-internals.md §3.3-3.4): "first" succeeded,
+    // Written as Python Kopf persists them, one annotation per handler holding its progress
+    // record (started, stopped, purpose, retries, success, failure): "first" succeeded,
     // "second" registered but not yet run, no diff base yet (the creation is in progress).
     const std::string succeeded =
         R"({"started":"2026-01-01T00:00:00.000000+00:00","stopped":"2026-01-01T00:00:01.000000+00:00","purpose":"create","retries":1,"success":true,"failure":false})";

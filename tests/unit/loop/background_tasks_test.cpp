@@ -48,7 +48,7 @@ class OperatorLoop final : public Executor {
         });
 
   private:
-    actions::VirtualExecutor virtual_;
+    VirtualExecutor virtual_;
 };
 
 // What the tasks did, on the heap as users' captured state is.
@@ -140,7 +140,7 @@ TEST(BackgroundTasks, AFailureIsReportedWithTheTasksName) {
 }
 
 TEST(BackgroundTasks, SpawningOutsideAnOperatorsLoopIsRefused) {
-    actions::VirtualExecutor plain;  // no background tasks: not an operator's loop
+    VirtualExecutor plain;  // no background tasks: not an operator's loop
     std::exception_ptr error;
     start_detached(plain, spawn_failing(), [&](std::exception_ptr e) { error = e; });
     plain.run();

@@ -100,7 +100,7 @@ struct Harness {
         event["type"] = type.empty() ? json() : json(type);
         auto& memory = memories.recall(event, memobase);
         auto e = env();
-        auto out = actions::run_sync(reactor::process_resource_event(e, resource, memory, event));
+        auto out = loop::run_sync(reactor::process_resource_event(e, resource, memory, event));
         if (out.gone) memories.forget(body);
         return out;
     }

@@ -1,15 +1,18 @@
+// The per-object queues on a virtual clock: batching, worker limits, idle and consistency
+// timeouts, the echoes of our own patches, and the shutdown.
 #include "core/reactor/queueing.hpp"
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "support/manual_executor.hpp"
+#include "loop/virtual_executor.hpp"
 
 using kopf::json;
-using kopf::runtime::ObjectQueues;
 using kopf::runtime::QueueingOptions;
+using Queues = kopf::runtime::ObjectQueues;
 
 namespace {
 
@@ -19,9 +22,9 @@ json event(const std::string& type, const std::string& version) {
 
 struct Recorder {
     std::vector<std::string> versions;  // the resourceVersions processed, in order
-    std::vector<ObjectQueues::Done> pending;
-    ObjectQueues::Processor processor() {
-        return [this](const std::string&, const json& e, ObjectQueues::Done done) {
+    std::vector<Queues::Done> pending;
+    Queues::Processor processor() {
+        return [this](const std::string&, const json& e, Queues::Done done) {
             versions.push_back(e["object"]["metadata"]["resourceVersion"]);
             pending.push_back(std::move(done));
         };
@@ -33,12 +36,29 @@ struct Recorder {
     }
 };
 
+// The queues under test, on a virtual clock that runs nothing until the test advances it, with a
+// processor that records the events it is given and holds each until the test finishes it.
+class ObjectQueues : public ::testing::Test {
+  protected:
+    // Fresh queues with these options, on a fresh clock and recorder.
+    Queues& start(QueueingOptions options = {}) {
+        queues_.reset();
+        recorder = {};
+        executor = {};
+        return queues_.emplace(executor, options, recorder.processor());
+    }
+
+    kopf::loop::VirtualExecutor executor;
+    Recorder recorder;
+
+  private:
+    std::optional<Queues> queues_;
+};
+
 }  // namespace
 
-TEST(ObjectQueues, EventsArrivingWhileBusyAreBatchedToTheLatest) {
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    ObjectQueues queues(executor, {}, recorder.processor());
+TEST_F(ObjectQueues, EventsArrivingWhileBusyAreBatchedToTheLatest) {
+    auto& queues = start();
     queues.push("uid1", event("ADDED", "1"));
     queues.push("uid1", event("MODIFIED", "2"));
     queues.push("uid1", event("MODIFIED", "3"));
@@ -47,23 +67,16 @@ TEST(ObjectQueues, EventsArrivingWhileBusyAreBatchedToTheLatest) {
     EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"}));
 }
 
-TEST(ObjectQueues, DifferentObjectsAreProcessedConcurrently) {
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    ObjectQueues queues(executor, {}, recorder.processor());
+TEST_F(ObjectQueues, DifferentObjectsAreProcessedConcurrently) {
+    auto& queues = start();
     queues.push("uid1", event("ADDED", "1"));
     queues.push("uid2", event("ADDED", "7"));
     EXPECT_EQ(recorder.pending.size(), 2u);
     EXPECT_EQ(queues.busy_workers(), 2u);
 }
 
-TEST(ObjectQueues, WorkerLimitHoldsBackOtherObjectsUntilASlotFrees) {
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    QueueingOptions options;
-    options.worker_limit = 1;
-    options.idle_timeout = 1;
-    ObjectQueues queues(executor, options, recorder.processor());
+TEST_F(ObjectQueues, WorkerLimitHoldsBackOtherObjectsUntilASlotFrees) {
+    auto& queues = start({.idle_timeout = 1, .worker_limit = 1});
     queues.push("uid1", event("ADDED", "1"));
     queues.push("uid2", event("ADDED", "7"));
     EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1"}));
@@ -74,12 +87,8 @@ TEST(ObjectQueues, WorkerLimitHoldsBackOtherObjectsUntilASlotFrees) {
     EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "7"}));
 }
 
-TEST(ObjectQueues, IdleWorkersExitAfterIdleTimeout) {
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    QueueingOptions options;
-    options.idle_timeout = 5;
-    ObjectQueues queues(executor, options, recorder.processor());
+TEST_F(ObjectQueues, IdleWorkersExitAfterIdleTimeout) {
+    auto& queues = start({.idle_timeout = 5});
     queues.push("uid1", event("ADDED", "1"));
     recorder.finish();
     executor.advance(4.9);
@@ -88,12 +97,8 @@ TEST(ObjectQueues, IdleWorkersExitAfterIdleTimeout) {
     EXPECT_EQ(queues.workers(), 0u);
 }
 
-TEST(ObjectQueues, IdleWorkersNeverExitEarlyAndAtMostOnePercentLate) {
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    QueueingOptions options;
-    options.idle_timeout = 10;
-    ObjectQueues queues(executor, options, recorder.processor());
+TEST_F(ObjectQueues, IdleWorkersNeverExitEarlyAndAtMostOnePercentLate) {
+    auto& queues = start({.idle_timeout = 10});
     queues.push("uid1", event("ADDED", "1"));
     recorder.finish();
     executor.advance(9.999);
@@ -104,12 +109,8 @@ TEST(ObjectQueues, IdleWorkersNeverExitEarlyAndAtMostOnePercentLate) {
 
 // 1,000 objects handled one per millisecond go idle within one second: their workers exit in a
 // few wake-ups of the loop, not in one each (each cost ~30 µs of CPU per object).
-TEST(ObjectQueues, WorkersGoingIdleTogetherExitInAFewWakeUps) {
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    QueueingOptions options;
-    options.idle_timeout = 5;
-    ObjectQueues queues(executor, options, recorder.processor());
+TEST_F(ObjectQueues, WorkersGoingIdleTogetherExitInAFewWakeUps) {
+    auto& queues = start({.idle_timeout = 5});
     for (int i = 0; i < 1000; ++i) {
         queues.push("uid" + std::to_string(i), event("ADDED", "1"));
         recorder.finish();
@@ -125,13 +126,8 @@ TEST(ObjectQueues, WorkersGoingIdleTogetherExitInAFewWakeUps) {
 
 // The consistency deadline of a handled object is voided by its echo within milliseconds: the
 // loop is not woken for it seconds later.
-TEST(ObjectQueues, ConsistencyDeadlinesVoidedByTheEchoWakeNobody) {
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    QueueingOptions options;
-    options.consistency_timeout = 5;
-    options.idle_timeout = 1000;
-    ObjectQueues queues(executor, options, recorder.processor());
+TEST_F(ObjectQueues, ConsistencyDeadlinesVoidedByTheEchoWakeNobody) {
+    auto& queues = start({.idle_timeout = 1000, .consistency_timeout = 5});
     for (int i = 0; i < 100; ++i) {
         const std::string key = "uid" + std::to_string(i);
         queues.push(key, event("ADDED", "1"));
@@ -149,13 +145,8 @@ TEST(ObjectQueues, ConsistencyDeadlinesVoidedByTheEchoWakeNobody) {
 
 // A worker that exited and came back with a new event is not hit by its predecessor's
 // deadlines (consistency waits longer than idle workers live here).
-TEST(ObjectQueues, AReturningObjectIsNotHitByItsFormerWorkersDeadlines) {
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    QueueingOptions options;
-    options.consistency_timeout = 10;
-    options.idle_timeout = 1;
-    ObjectQueues queues(executor, options, recorder.processor());
+TEST_F(ObjectQueues, AReturningObjectIsNotHitByItsFormerWorkersDeadlines) {
+    auto& queues = start({.idle_timeout = 1, .consistency_timeout = 10});
     queues.push("uid1", event("ADDED", "1"));
     recorder.finish("2");  // waits for version 2 until t=10
     executor.advance(0);
@@ -172,13 +163,8 @@ TEST(ObjectQueues, AReturningObjectIsNotHitByItsFormerWorkersDeadlines) {
     EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "2", "3", "5"}));
 }
 
-TEST(ObjectQueues, EachWorkerGetsItsOwnTimeoutsThoughTheyShareOneTimer) {
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    QueueingOptions options;
-    options.idle_timeout = 5;
-    options.consistency_timeout = 3;
-    ObjectQueues queues(executor, options, recorder.processor());
+TEST_F(ObjectQueues, EachWorkerGetsItsOwnTimeoutsThoughTheyShareOneTimer) {
+    auto& queues = start({.idle_timeout = 5, .consistency_timeout = 3});
     queues.push("uid1", event("ADDED", "1"));
     recorder.finish();  // idle from t=0
     executor.advance(2);
@@ -203,12 +189,8 @@ TEST(ObjectQueues, EachWorkerGetsItsOwnTimeoutsThoughTheyShareOneTimer) {
     EXPECT_EQ(queues.workers(), 0u);
 }
 
-TEST(ObjectQueues, AfterOwnPatchWaitsForThePatchedVersion) {
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    QueueingOptions options;
-    options.consistency_timeout = 5;
-    ObjectQueues queues(executor, options, recorder.processor());
+TEST_F(ObjectQueues, AfterOwnPatchWaitsForThePatchedVersion) {
+    auto& queues = start({.consistency_timeout = 5});
     queues.push("uid1", event("ADDED", "1"));
     recorder.finish("3");  // we patched the object; the API answered with version 3
     executor.advance(0);
@@ -218,10 +200,8 @@ TEST(ObjectQueues, AfterOwnPatchWaitsForThePatchedVersion) {
     EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"}));
 }
 
-TEST(ObjectQueues, TheEchoOfOurPatchThatNeedsNothingIsNotProcessed) {
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    ObjectQueues queues(executor, {}, recorder.processor());
+TEST_F(ObjectQueues, TheEchoOfOurPatchThatNeedsNothingIsNotProcessed) {
+    auto& queues = start();
     queues.push("uid1", event("ADDED", "1"));
     recorder.finish("2", true);
     executor.advance(0);
@@ -232,10 +212,8 @@ TEST(ObjectQueues, TheEchoOfOurPatchThatNeedsNothingIsNotProcessed) {
     EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"}));
 }
 
-TEST(ObjectQueues, TheEchoThatNeedsNothingIsRecognisedByItsVersionAlone) {
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    ObjectQueues queues(executor, {}, recorder.processor());
+TEST_F(ObjectQueues, TheEchoThatNeedsNothingIsRecognisedByItsVersionAlone) {
+    auto& queues = start();
     queues.push("uid1", event("ADDED", "1"));
     EXPECT_EQ(queues.drop_echo("2", ""), std::nullopt);  // not answered yet: pushed as usual
     recorder.finish("2", true);
@@ -248,11 +226,9 @@ TEST(ObjectQueues, TheEchoThatNeedsNothingIsRecognisedByItsVersionAlone) {
     EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"}));
 }
 
-TEST(ObjectQueues, AVersionOfAnotherKindIsNotTakenForOurEcho) {
+TEST_F(ObjectQueues, AVersionOfAnotherKindIsNotTakenForOurEcho) {
     // Served by different API servers (aggregated APIs), two kinds may reuse a version.
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    ObjectQueues queues(executor, {}, recorder.processor());
+    auto& queues = start();
     queues.push("pods/uid1", event("ADDED", "1"));
     queues.push("metrics/uid2", event("ADDED", "1"));
     recorder.finish("2", true);
@@ -265,13 +241,9 @@ TEST(ObjectQueues, AVersionOfAnotherKindIsNotTakenForOurEcho) {
     EXPECT_EQ(queues.busy_workers(), 0u);
 }
 
-TEST(ObjectQueues, AnEchoThatNeedsProcessingIsNeverDroppedByItsVersion) {
+TEST_F(ObjectQueues, AnEchoThatNeedsProcessingIsNeverDroppedByItsVersion) {
     for (const std::string next : {"", "foreign change", "timeout"}) {
-        kopf::testing::ManualExecutor executor;
-        Recorder recorder;
-        QueueingOptions options;
-        options.consistency_timeout = 5;
-        ObjectQueues queues(executor, options, recorder.processor());
+        auto& queues = start({.consistency_timeout = 5});
         queues.push("uid1", event("ADDED", "1"));
         recorder.finish("2", next != "");  // "": the echo would change something
         executor.advance(0);
@@ -281,10 +253,8 @@ TEST(ObjectQueues, AnEchoThatNeedsProcessingIsNeverDroppedByItsVersion) {
     }
 }
 
-TEST(ObjectQueues, TheEchoThatArrivedBeforeTheAnswerIsNotProcessedEither) {
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    ObjectQueues queues(executor, {}, recorder.processor());
+TEST_F(ObjectQueues, TheEchoThatArrivedBeforeTheAnswerIsNotProcessedEither) {
+    auto& queues = start();
     queues.push("uid1", event("ADDED", "1"));
     queues.push("uid1", event("MODIFIED", "2"));  // the watch was faster than the answer
     recorder.finish("2", true);
@@ -293,10 +263,8 @@ TEST(ObjectQueues, TheEchoThatArrivedBeforeTheAnswerIsNotProcessedEither) {
     EXPECT_EQ(queues.busy_workers(), 0u);
 }
 
-TEST(ObjectQueues, ChangesBatchedWithTheEchoAreProcessed) {
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    ObjectQueues queues(executor, {}, recorder.processor());
+TEST_F(ObjectQueues, ChangesBatchedWithTheEchoAreProcessed) {
+    auto& queues = start();
     queues.push("uid1", event("ADDED", "1"));
     queues.push("uid1", event("MODIFIED", "2"));  // our patch's echo...
     queues.push("uid1", event("MODIFIED", "3"));  // ...and someone else's change after it
@@ -305,11 +273,9 @@ TEST(ObjectQueues, ChangesBatchedWithTheEchoAreProcessed) {
     EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"}));
 }
 
-TEST(ObjectQueues, SomeoneElsesChangeBeforeOurEchoIsProcessedWithIt) {
+TEST_F(ObjectQueues, SomeoneElsesChangeBeforeOurEchoIsProcessedWithIt) {
     for (const bool while_busy : {true, false}) {
-        kopf::testing::ManualExecutor executor;
-        Recorder recorder;
-        ObjectQueues queues(executor, {}, recorder.processor());
+        auto& queues = start();
         queues.push("uid1", event("ADDED", "1"));
         if (while_busy) queues.push("uid1", event("MODIFIED", "2"));  // e.g. the deletion
         recorder.finish("3", true);  // our patch, written on top of it
@@ -320,12 +286,8 @@ TEST(ObjectQueues, SomeoneElsesChangeBeforeOurEchoIsProcessedWithIt) {
     }
 }
 
-TEST(ObjectQueues, APatchThatWroteNothingNeedsNoWaiting) {
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    QueueingOptions options;
-    options.consistency_timeout = 5;
-    ObjectQueues queues(executor, options, recorder.processor());
+TEST_F(ObjectQueues, APatchThatWroteNothingNeedsNoWaiting) {
+    auto& queues = start({.consistency_timeout = 5});
     queues.push("uid1", event("ADDED", "1"));
     recorder.finish("1");  // the answer shows the version we processed: nothing was written
     executor.advance(0);
@@ -333,12 +295,8 @@ TEST(ObjectQueues, APatchThatWroteNothingNeedsNoWaiting) {
     EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "2"}));
 }
 
-TEST(ObjectQueues, ConsistencyTimeoutProcessesWhatArrived) {
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    QueueingOptions options;
-    options.consistency_timeout = 5;
-    ObjectQueues queues(executor, options, recorder.processor());
+TEST_F(ObjectQueues, ConsistencyTimeoutProcessesWhatArrived) {
+    auto& queues = start({.consistency_timeout = 5});
     queues.push("uid1", event("ADDED", "1"));
     recorder.finish("9");
     executor.advance(0);
@@ -349,10 +307,8 @@ TEST(ObjectQueues, ConsistencyTimeoutProcessesWhatArrived) {
     EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "2"}));
 }
 
-TEST(ObjectQueues, ShutdownWaitsForBusyWorkers) {
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    ObjectQueues queues(executor, {}, recorder.processor());
+TEST_F(ObjectQueues, ShutdownWaitsForBusyWorkers) {
+    auto& queues = start();
     queues.push("uid1", event("ADDED", "1"));
     bool finished = false;
     queues.shutdown([&] { finished = true; });
@@ -364,12 +320,8 @@ TEST(ObjectQueues, ShutdownWaitsForBusyWorkers) {
     EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1"}));
 }
 
-TEST(ObjectQueues, ShutdownGivesUpOnBusyWorkersAfterExitTimeout) {
-    kopf::testing::ManualExecutor executor;
-    Recorder recorder;
-    QueueingOptions options;
-    options.exit_timeout = 2;
-    ObjectQueues queues(executor, options, recorder.processor());
+TEST_F(ObjectQueues, ShutdownGivesUpOnBusyWorkersAfterExitTimeout) {
+    auto& queues = start({.exit_timeout = 2});
     queues.push("uid1", event("ADDED", "1"));
     bool finished = false;
     queues.shutdown([&] { finished = true; });

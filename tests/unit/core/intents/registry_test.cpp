@@ -1,7 +1,6 @@
 // Registration of handlers: ids, options, registries and rejected declarations.
 #include <gtest/gtest.h>
 
-#include <cstdint>
 #include <kopf/kopf.hpp>
 #include <set>
 
@@ -93,7 +92,7 @@ TEST(Registration, LambdasWithoutIdsGetTheirLocation) {
     kopf::Registry r;
     kopf::on::create(r, "kopfexamples", {}, [](kopf::Context&) {});
     EXPECT_EQ(r.changing[0].id.rfind("lambda:", 0), 0u);
-    EXPECT_NE(r.changing[0].id.find("registration_test.cpp:"), std::string::npos);
+    EXPECT_NE(r.changing[0].id.find("registry_test.cpp:"), std::string::npos);
 }
 
 TEST(Registration, ResumeHandlersAreInitialForAnyCause) {
@@ -175,21 +174,6 @@ TEST(Registration, SubhandlersOutsideOfHandlersAreRejected) {
                       .new_ = body,
                       .diff = diff};
     EXPECT_THROW(kopf::subhandler(ctx, {.id = "x"}, [](kopf::Context&) {}), std::logic_error);
-}
-
-TEST(Logger, FormatsPlaceholdersInOrder) {
-    EXPECT_EQ(kopf::Logger::format("a {} b {} c", 1, "two"), "a 1 b two c");
-    EXPECT_EQ(kopf::Logger::format("no placeholders", 1), "no placeholders");
-    EXPECT_EQ(kopf::Logger::format("{} {}", 1), "1 {}");
-}
-
-TEST(Logger, FormatsEachArgumentAsAStreamWould) {
-    const std::string name = "obj";
-    EXPECT_EQ(kopf::Logger::format("{} {} {}", name, std::string_view("view"), -42L),
-              "obj view -42");
-    EXPECT_EQ(kopf::Logger::format("{}|{}|{}", 'x', true, std::uint64_t{18446744073709551615U}),
-              "x|1|18446744073709551615");
-    EXPECT_EQ(kopf::Logger::format("{} {}", 2.5, static_cast<unsigned char>('A')), "2.5 A");
 }
 
 }  // namespace

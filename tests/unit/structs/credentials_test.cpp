@@ -1,7 +1,7 @@
 // The credentials vault picks the best credentials and forgets failed or expired ones.
-#include <gtest/gtest.h>
-
 #include "structs/credentials.hpp"
+
+#include <gtest/gtest.h>
 
 using kopf::ConnectionInfo;
 using kopf::structs::Vault;

@@ -7,7 +7,7 @@
 
 #include <coroutine>
 
-#include "support/harness.hpp"
+#include "unit/core/support/harness.hpp"
 
 namespace kopf::testing {
 namespace {
@@ -22,7 +22,7 @@ bool has_finalizer(const json& body) {
 
 // The processing of one object with daemons and timers, all on one virtual clock.
 struct DaemonsBed {
-    actions::VirtualExecutor ex;
+    loop::VirtualExecutor ex;
     Registry registry;
     OperatorSettings settings;
     Resource resource = kopfexamples();

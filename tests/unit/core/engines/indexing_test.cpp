@@ -66,7 +66,7 @@ struct Bed {
     }
 
     Registry& registry;
-    actions::VirtualExecutor loop;
+    kopf::loop::VirtualExecutor loop;
     OperatorSettings settings;
     Memo memo;
     std::shared_ptr<detail::IndicesData> data;
@@ -177,7 +177,7 @@ TEST(Indexing, ARelistingRemovesWhatItNoLongerShows) {
 TEST(Indexing, HandlingWaitsForEveryWatcherAndDiscovery) {
     Registry registry;
     on::index names(registry, "pods", {.id = "names"}, [](Context& ctx) { return ctx.name; });
-    actions::VirtualExecutor loop;
+    kopf::loop::VirtualExecutor loop;
     OperatorSettings settings;
     Memo memo;
     engines::IndexingEngine engine({loop, settings, memo}, registry.indexing,
