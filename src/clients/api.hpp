@@ -59,6 +59,8 @@ enum class PatchType {
     StrategicMerge,  // application/strategic-merge-patch+json
     Apply,           // application/apply-patch+yaml (server-side apply; JSON is valid YAML)
 };
+// The Content-Type of a patch of this type.
+const char* content_type_of(PatchType type);
 
 struct ListOptions {
     std::string label_selector{};

@@ -305,16 +305,17 @@ Awaitable<structs::Resource> resolve(std::shared_ptr<ClientCore> core, Selector 
         selector.repr()));
 }
 
-const char* content_type_of(PatchType type) {
+// The client layer's patch type of a public one (the Content-Type comes from there).
+clients::PatchType to_clients(PatchType type) {
     switch (type) {
         case PatchType::Json:
-            return "application/json-patch+json";
+            return clients::PatchType::Json;
         case PatchType::StrategicMerge:
-            return "application/strategic-merge-patch+json";
+            return clients::PatchType::StrategicMerge;
         case PatchType::Merge:
             break;
     }
-    return "application/merge-patch+json";
+    return clients::PatchType::Merge;
 }
 
 using Params = std::vector<std::pair<std::string, std::string>>;
@@ -463,10 +464,11 @@ Awaitable<json> perform(std::shared_ptr<ClientCore> core, std::shared_ptr<const 
                                                          write_params(request, api)),
                                            request.body);
         case Verb::Patch:
-            co_return co_await api.request("PATCH",
-                                           resource.path(ns, name_for(request), request.subresource,
-                                                         write_params(request, api)),
-                                           request.body, content_type_of(request.patch_type));
+            co_return co_await api.request(
+                "PATCH",
+                resource.path(ns, name_for(request), request.subresource,
+                              write_params(request, api)),
+                request.body, clients::content_type_of(to_clients(request.patch_type)));
         case Verb::Apply: {
             Params params = write_params(request, api);
             if (!request.field_manager && api.settings().field_manager.empty())
@@ -474,7 +476,7 @@ Awaitable<json> perform(std::shared_ptr<ClientCore> core, std::shared_ptr<const 
             if (request.force) params.emplace_back("force", "true");
             co_return co_await api.request(
                 "PATCH", resource.path(ns, name_for(request), request.subresource, params),
-                request.body, "application/apply-patch+yaml");
+                request.body, clients::content_type_of(clients::PatchType::Apply));
         }
         case Verb::Delete:
             co_return co_await api.request("DELETE", resource.path(ns, name_for(request)),
@@ -496,9 +498,9 @@ Awaitable<json> perform(std::shared_ptr<ClientCore> core, std::shared_ptr<const 
             if (request.verb == Verb::CreateOrGet) {
                 co_return co_await api.request("GET", resource.path(ns, name));
             }
-            co_return co_await api.request("PATCH",
-                                           resource.path(ns, name, "", write_params(request, api)),
-                                           request.body, content_type_of(PatchType::Merge));
+            co_return co_await api.request(
+                "PATCH", resource.path(ns, name, "", write_params(request, api)), request.body,
+                clients::content_type_of(clients::PatchType::Merge));
         }
         case Verb::DeleteIfExists:
             try {

@@ -11,8 +11,6 @@ namespace kopf::clients {
 
 using structs::Resource;
 
-namespace {
-
 const char* content_type_of(PatchType type) {
     switch (type) {
         case PatchType::Merge:
@@ -26,6 +24,8 @@ const char* content_type_of(PatchType type) {
     }
     return "application/merge-patch+json";
 }
+
+namespace {
 
 Awaitable<std::optional<std::string>> version_of(Awaitable<HttpResponse> answer) {
     const HttpResponse response = co_await std::move(answer);

@@ -9,13 +9,4 @@
 #include <string>
 
 #include "core/actions/logging.hpp"
-
-namespace kopf::runtime {
-
-// Thrown when the operator cannot start: the message is the one-paragraph reason.
-class StartupError : public std::runtime_error {
-  public:
-    using std::runtime_error::runtime_error;
-};
-
-}  // namespace kopf::runtime
+#include "core/engines/activities.hpp"

@@ -1,0 +1,54 @@
+// Kopf's activities engine (kopf/_core/engines/activities.py): the startup and cleanup handlers,
+// run in registration order with their retries, and the login handlers (or Kopf's built-in
+// logins) that give the operator its credentials.
+#pragma once
+
+#include <kopf/connection.hpp>
+#include <kopf/index.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace kopf {
+class Registry;
+class Memo;
+class Client;
+struct OperatorSettings;
+struct RunOptions;
+namespace loop {
+class LoopExecutor;
+}
+}  // namespace kopf
+
+namespace kopf::runtime {
+
+// Thrown when the operator cannot start: the message is the one-paragraph reason.
+class StartupError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+}  // namespace kopf::runtime
+
+namespace kopf::engines {
+
+// Runs the activity handlers of one kind ("startup", "cleanup") in registration order, driving
+// the loop from the calling thread; a failure that is not retried or ignored throws
+// runtime::StartupError.
+void run_activity(boost::asio::io_context& io, loop::LoopExecutor& executor,
+                  const Registry& registry, const std::string& activity, OperatorSettings& settings,
+                  Memo& memo, const Indices& indices, const Client* client = nullptr);
+
+// One round of the login handlers (or the built-in logins): the best credentials, if any.
+std::optional<ConnectionInfo> try_login(const Registry& registry, const RunOptions& options,
+                                        OperatorSettings& settings, Memo& memo);
+
+// The initial login: credentials, or runtime::StartupError saying where they were looked for.
+ConnectionInfo login(const Registry& registry, const RunOptions& options,
+                     OperatorSettings& settings, Memo& memo);
+
+}  // namespace kopf::engines
