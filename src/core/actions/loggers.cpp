@@ -4,7 +4,7 @@
 #include "core/actions/logging.hpp"
 #include "structs/dicts.hpp"
 
-namespace kopf::reactor {
+namespace kopf::actions {
 
 namespace {
 class SpdlogObjectLogger final : public Logger {
@@ -48,7 +48,7 @@ std::shared_ptr<Logger> make_object_logger(const json& body) {
     return std::make_shared<SpdlogObjectLogger>(prefix);
 }
 
-}  // namespace kopf::reactor
+}  // namespace kopf::actions
 
 namespace kopf::runtime {
 

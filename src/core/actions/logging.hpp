@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-namespace kopf::reactor {
+namespace kopf::actions {
 
 /// The default object logger: spdlog with a "[namespace/name] " prefix (loggers.cpp).
 std::shared_ptr<Logger> make_object_logger(const nlohmann::json& body);
@@ -24,7 +24,7 @@ std::shared_ptr<Logger> make_object_logger(const nlohmann::json& body);
 /// Kopf's log levels as spdlog's.
 spdlog::level::level_enum spdlog_level_of(LogLevel level);
 
-}  // namespace kopf::reactor
+}  // namespace kopf::actions
 
 namespace kopf::runtime {
 

@@ -175,14 +175,14 @@ class TerseLogger final : public Logger {
     explicit TerseLogger(const json& body) : body_(body) {}
     void log(LogLevel level, std::string_view message) override {
         if (!enabled_for(level)) return;
-        runtime::log_object(reactor::spdlog_level_of(level), runtime::ObjectRef::from_body(body_),
+        runtime::log_object(actions::spdlog_level_of(level), runtime::ObjectRef::from_body(body_),
                             message);
     }
     bool enabled_for(LogLevel level) const override {
         if (level == LogLevel::DEBUG) return false;
         static const runtime::ObjectLogHooks no_hooks;
         const auto lowered =
-            level == LogLevel::INFO ? spdlog::level::debug : reactor::spdlog_level_of(level);
+            level == LogLevel::INFO ? spdlog::level::debug : actions::spdlog_level_of(level);
         return runtime::object_logging_enabled(lowered, no_hooks);
     }
 

@@ -64,7 +64,7 @@ void PostingContext::configure(const PostingSettings& settings) {
             post(object, event_type_for_level(kopf_level), "Logging", std::string(message),
                  kopf_level);
         },
-        reactor::spdlog_level_of(settings.level));
+        actions::spdlog_level_of(settings.level));
 }
 
 void PostingContext::post(const json& objects, const std::string& type, const std::string& reason,

@@ -25,7 +25,7 @@ std::string capitalize(std::string s) {
 // An object's namespace, name and uid never change: one logger serves all its events.
 Logger& object_logger(const ProcessingEnv& env, ResourceMemory& memory, const json& body) {
     if (!memory.logger)
-        memory.logger = env.make_logger ? env.make_logger(body) : make_object_logger(body);
+        memory.logger = env.make_logger ? env.make_logger(body) : actions::make_object_logger(body);
     return *memory.logger;
 }
 

@@ -41,10 +41,10 @@ class ObjectLogger final : public kopf::Logger {
     ObjectLogger(ObjectRef ref, std::shared_ptr<PostingContext> posting)
         : ref_(std::move(ref)), posting_(std::move(posting)) {}
     void log(LogLevel level, std::string_view message) override {
-        log_object(reactor::spdlog_level_of(level), ref_, message, posting_->object_log_hooks());
+        log_object(actions::spdlog_level_of(level), ref_, message, posting_->object_log_hooks());
     }
     bool enabled_for(LogLevel level) const override {
-        return object_logging_enabled(reactor::spdlog_level_of(level),
+        return object_logging_enabled(actions::spdlog_level_of(level),
                                       posting_->object_log_hooks());
     }
 
