@@ -1,5 +1,5 @@
-// Settings of the client layer, as plain structs. The runtime maps Kopf's OperatorSettings
-// (settings.networking.*, settings.watching.*) onto these.
+// Settings of the client layer, as plain structs. configs/client_settings maps Kopf's
+// OperatorSettings (settings.networking.*, settings.watching.*) onto these.
 #pragma once
 
 #include <chrono>

@@ -11,19 +11,6 @@ namespace kopf::actions {
 
 namespace {
 
-const json& empty_object() {
-    static const json empty = json::object();
-    return empty;
-}
-const json& null_json() {
-    static const json null;
-    return null;
-}
-const json& sub_or_empty(const json& body, std::initializer_list<std::string_view> path) {
-    const json* v = dicts::resolve(body, path);
-    return v ? *v : empty_object();
-}
-
 std::string describe(const char* kind, const std::string& id) {
     return std::string(kind) + " '" + id + "'";
 }
@@ -53,69 +40,7 @@ std::string format_timedelta(double seconds) {
 
 }  // namespace
 
-Context make_context(InvocationEnv& env, const ChangingHandler& handler, const HandlerState& state,
-                     HandlerScope* scope, FieldValues& field_values) {
-    const json& body = env.body;
-    const auto now = env.now();
-    const json* old = env.cause.old ? &*env.cause.old : &null_json();
-    const json* new_ = env.cause.new_ ? &*env.cause.new_ : &null_json();
-    const Diff* diff = &env.cause.diff;
-    if (!handler.field.empty()) {
-        const json* o = env.cause.old ? dicts::resolve(*env.cause.old, handler.field) : nullptr;
-        const json* n = env.cause.new_ ? dicts::resolve(*env.cause.new_, handler.field) : nullptr;
-        field_values.old = o ? *o : json();
-        field_values.new_ = n ? *n : json();
-        field_values.diff = reduce(env.cause.diff, handler.field);
-        old = &field_values.old;
-        new_ = &field_values.new_;
-        diff = &field_values.diff;
-    }
-    const json& meta = sub_or_empty(body, {"metadata"});
-    auto meta_string = [&meta](const char* key) {
-        const auto found = meta.find(key);
-        return found != meta.end() && found->is_string() ? found->get<std::string>()
-                                                         : std::string();
-    };
-    return Context{
-        .body = body,
-        .meta = meta,
-        .spec = sub_or_empty(body, {"spec"}),
-        .status = sub_or_empty(body, {"status"}),
-        .labels = sub_or_empty(meta, {"labels"}),
-        .annotations = sub_or_empty(meta, {"annotations"}),
-        .name = meta_string("name"),
-        .namespace_ = meta_string("namespace"),
-        .uid = meta_string("uid"),
-        .patch = env.patch,
-        .logger = env.logger,
-        .memo = env.memo,
-        .resource = env.resource,
-        .settings = env.settings,
-        .reason = env.spawning() ? std::string() : intents::to_string(env.cause.reason),
-        .old = *old,
-        .new_ = *new_,
-        .diff = *diff,
-        .retry = state.retries,
-        .started = state.started,
-        .runtime = state.runtime(now),
-        .param = handler.options.param,
-        .type = "",
-        .event = json(),
-        .scope = env.spawning() ? nullptr : scope,
-        .client = env.client,
-        .stopped = env.stopped,
-        .indices = env.indices,
-        .logger_ptr = env.shared_logger,
-    };
-}
-
 namespace {
-
-Task<json> invoke(const ChangingHandler& handler, Context& ctx) {
-    if (handler.fn.async) co_return co_await handler.fn.async(ctx);
-    auto call = [&handler, &ctx] { return handler.fn.sync(ctx); };
-    co_return co_await run_blocking(std::move(call));
-}
 
 // Runs the sub-handlers collected in `scope` as one nested cycle; throws HandlerChildrenRetry
 // while they are not all done (Kopf's subhandling.execute).

@@ -1,0 +1,71 @@
+// One invocation of a changing handler (Kopf's actions/invocation.py): the context built from
+// the cause (Kopf's kwargs) and the call itself, on the loop for coroutines and on the worker
+// pool for synchronous functions.
+#pragma once
+
+#include <functional>
+#include <kopf/context.hpp>
+#include <kopf/registry.hpp>
+#include <kopf/settings.hpp>
+#include <kopf/task.hpp>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/actions/lifecycles.hpp"
+#include "core/actions/progression.hpp"
+#include "core/intents/causes.hpp"
+
+namespace kopf {
+
+/// Per-invocation scope of a changing handler: collects its sub-handlers.
+struct HandlerScope {
+    std::string parent_id;
+    bool field_needs_change = false;
+    std::vector<ChangingHandler> subhandlers;
+};
+
+}  // namespace kopf
+
+namespace kopf::actions {
+
+/// Everything a handler invocation needs besides the handler itself.
+struct InvocationEnv {
+    const OperatorSettings& settings;
+    const Resource& resource;
+    const json& body;
+    Patch& patch;
+    Logger& logger;
+    Memo& memo;
+    const intents::ChangingCause& cause;
+    std::function<TimePoint()> now;
+    Lifecycle lifecycle;
+    const Client* client = nullptr;  ///< for ctx.api()
+    /// Daemons and timers: how the log lines name the handler ("Daemon", "Timer"; "Handler"
+    /// for the others), and the stop flag for ctx.stopped. Their contexts have no reason and
+    /// no sub-handlers.
+    const char* kind = "Handler";
+    DaemonStopped stopped{};
+    Indices indices{};                        ///< for ctx.index()
+    std::shared_ptr<Logger> shared_logger{};  ///< `logger`, owned: for ctx.logger_ptr
+    bool spawning() const { return std::string_view(kind) != "Handler"; }
+};
+
+/// What a field handler sees instead of the cause's essences: the field's old and new values
+/// and the diff reduced to the field.
+struct FieldValues {
+    json old;
+    json new_;
+    Diff diff;
+};
+
+/// Build the context of a changing handler. Its old/new/diff refer to the cause, or for a field
+/// handler to `field_values`, which must outlive the context.
+Context make_context(InvocationEnv& env, const ChangingHandler& handler, const HandlerState& state,
+                     HandlerScope* scope, FieldValues& field_values);
+
+/// Calls the handler: a coroutine on the loop, a synchronous function on the worker pool.
+Task<json> invoke(const ChangingHandler& handler, Context& ctx);
+
+}  // namespace kopf::actions
