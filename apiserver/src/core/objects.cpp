@@ -2,6 +2,7 @@
 // pipelines with the metadata rules of kube-apiserver (names and generateName, uid,
 // resourceVersion, generation, timestamps, managedFields, finalizers and graceful deletion).
 #include <algorithm>
+#include <optional>
 #include <random>
 
 #include "core/engine.hpp"
@@ -505,6 +506,11 @@ HttpResponse Engine::do_list(RequestInfo& rq) {
     }
     std::string start_key;
     uint64_t list_rv = rv_;
+    // The items from start_key on in the token's scope, as the previous page counted them:
+    // still exact while nothing was written since (rv_ unchanged), which spares each page a
+    // walk over the rest of the collection (quadratic over a paged listing of a large one).
+    std::optional<std::size_t> carried_remaining;
+    std::string carried_scope;
     if (!cont.empty()) {
         if (!rv_param.empty() && rv_param != "0")
             throw bad_request("specifying resource version is not allowed when using continue");
@@ -523,6 +529,12 @@ HttpResponse Engine::do_list(RequestInfo& rq) {
                             "list result. You can start a new list without the continue "
                             "parameter.");
         list_rv = token_rv;
+        if (token_rv == rv_ && token.contains("remaining") &&
+            token["remaining"].is_number_unsigned() && token.contains("scope") &&
+            token["scope"].is_string()) {
+            carried_remaining = token["remaining"].get<std::size_t>();
+            carried_scope = token["scope"].get<std::string>();
+        }
     }
     // Take pointers to the matching objects under the lock: they are immutable, so the
     // body is serialized later, piece by piece, outside it and still shows one state.
@@ -538,10 +550,10 @@ HttpResponse Engine::do_list(RequestInfo& rq) {
     std::string next_key;
     std::size_t remaining = 0;
     bool filtering = !labels.empty() || !fields.empty();
+    const std::string prefix = res.namespaced && !rq.ns.empty() ? rq.ns + "/" : "";
     auto s = store_.find(res.storage_key);
     if (s != store_.end()) {
         const auto& coll = s->second;
-        std::string prefix = res.namespaced && !rq.ns.empty() ? rq.ns + "/" : "";
         auto it = start_key.empty() ? coll.lower_bound(prefix) : coll.lower_bound(start_key);
         auto in_scope = [&](const auto& entry) {
             return prefix.empty() || entry.first.compare(0, prefix.size(), prefix) == 0;
@@ -558,10 +570,15 @@ HttpResponse Engine::do_list(RequestInfo& rq) {
             }
             if (limit && snapshot.items.size() >= limit) {
                 next_key = it->first;
-                // Only counted without selectors (as Kubernetes does); a bare walk over keys
-                // keeps paging through a large collection cheap.
+                // Only counted without selectors (as Kubernetes does): carried over from the
+                // previous page if nothing changed since, else a bare walk over the keys.
                 if (!filtering) {
-                    for (; it != coll.end() && in_scope(*it); ++it) ++remaining;
+                    if (carried_remaining && carried_scope == prefix &&
+                        *carried_remaining >= snapshot.items.size()) {
+                        remaining = *carried_remaining - snapshot.items.size();
+                    } else {
+                        for (; it != coll.end() && in_scope(*it); ++it) ++remaining;
+                    }
                 }
                 break;
             }
@@ -571,8 +588,12 @@ HttpResponse Engine::do_list(RequestInfo& rq) {
     json metadata = {{"resourceVersion", std::to_string(list_rv)}};
     if (!next_key.empty()) {
         json token = {{"v", "meta.k8s.io/v1"}, {"rv", list_rv}, {"start", next_key}};
+        if (!filtering) {
+            metadata["remainingItemCount"] = remaining;
+            token["remaining"] = remaining;
+            token["scope"] = prefix;
+        }
         metadata["continue"] = base64url_encode(token.dump());
-        if (!filtering) metadata["remainingItemCount"] = remaining;
     }
     snapshot.metadata = std::move(metadata);
     snapshot.engine = shared_from_this();

@@ -81,6 +81,23 @@ TEST(List, LimitAndContinuePaginate) {
     EXPECT_FALSE(p2.body["metadata"].contains("continue"));
 }
 
+TEST(List, RemainingItemCountStaysExactAcrossPagesAndWrites) {
+    ApiCore core({});
+    for (const char* n : {"a", "b", "c", "d", "e", "f"}) post(core, kCms, configmap(n));
+    auto p1 = get(core, kCms, {{"limit", "2"}});
+    EXPECT_EQ(p1.body["metadata"]["remainingItemCount"], 4);
+    auto p2 = get(core, kCms, {{"limit", "2"}, {"continue", p1.body["metadata"]["continue"]}});
+    EXPECT_EQ(p2.body["metadata"]["remainingItemCount"], 2);
+    // A write between the pages: the count is the collection's as it is now.
+    post(core, kCms, configmap("g"));
+    auto p3 = get(core, kCms, {{"limit", "1"}, {"continue", p2.body["metadata"]["continue"]}});
+    ASSERT_EQ(p3.body["items"].size(), 1u);
+    EXPECT_EQ(p3.body["items"][0]["metadata"]["name"], "e");
+    EXPECT_EQ(p3.body["metadata"]["remainingItemCount"], 2);
+    auto p4 = get(core, kCms, {{"limit", "1"}, {"continue", p3.body["metadata"]["continue"]}});
+    EXPECT_EQ(p4.body["metadata"]["remainingItemCount"], 1);
+}
+
 TEST(List, InvalidContinueIs400) {
     ApiCore core({});
     EXPECT_EQ(get(core, kCms, {{"continue", "garbage!"}}).status, 400);
