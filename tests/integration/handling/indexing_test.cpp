@@ -31,6 +31,23 @@ class Indexing : public HandlingTest {
   protected:
     std::shared_ptr<Shared> shared = std::make_shared<Shared>();
 
+    // Objects as users' are: a spec nested deep, and the annotation kubectl writes (a JSON copy
+    // of the whole object) beside the test's own metadata.
+    static json example(const std::string& name, const json& spec,
+                        const json& metadata = json::object()) {
+        json rich_spec = spec;
+        rich_spec["nested"] = {{"level1", {{"level2", {{"level3", {1, 2, {{"deep", true}}}}}}}}};
+        json rich_metadata = {{"annotations",
+                               {{"kubectl.kubernetes.io/last-applied-configuration",
+                                 json{{"apiVersion", "kopf.dev/v1"},
+                                      {"kind", "KopfExample"},
+                                      {"metadata", {{"name", name}, {"namespace", "default"}}},
+                                      {"spec", rich_spec}}
+                                     .dump()}}}};
+        rich_metadata.update(metadata);
+        return HandlingTest::example(name, rich_spec, rich_metadata);
+    }
+
     void hand_over_indices(Registry& registry) {
         auto s = shared;
         on::startup grab(registry, {.id = "grab"}, [s](ActivityContext& ctx) {
