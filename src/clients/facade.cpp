@@ -142,9 +142,23 @@ struct ClientCore : std::enable_shared_from_this<ClientCore> {
     // A client of its own: its loop and ApiClient, shared with the thread running the loop (which
     // destroys them after the loop ends, when the last handle went away on that very thread).
     struct OwnLoop {
-        asio::io_context io{1};
+        // An io_context whose pending handlers can be destroyed before it is.
+        struct Context : asio::io_context {
+            using asio::execution_context::shutdown;
+            using asio::io_context::io_context;
+        };
+        Context io{1};
         std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work{};
         std::unique_ptr<clients::ApiClient> api{};
+
+        // The handlers still pending when the loop stopped (suspended calls, a watch's reads,
+        // idle connections' reads) refer to the ApiClient: they are destroyed while it exists,
+        // its sockets after them (the services shut down but not yet gone), the services last.
+        ~OwnLoop() {
+            work.reset();
+            io.shutdown();
+            api.reset();
+        }
     };
     std::shared_ptr<OwnLoop> own{};
     std::thread own_thread{};

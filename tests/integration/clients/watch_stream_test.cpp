@@ -26,6 +26,12 @@ class WatchStreamTest : public ClientTest {
         client = kopf::Client(admin());
         configmaps = client.api("configmaps", "default");
     }
+    // The client goes before the server (its streams have ended with the test's body).
+    void TearDown() override {
+        configmaps = kopf::Api(nullptr, "configmaps", "default");
+        client = kopf::Client();
+        ClientTest::TearDown();
+    }
 
     // A body as users have them: labels, an annotation Kopf wrote, nested data.
     static json labelled(const std::string& name, const std::string& app = "web") {
