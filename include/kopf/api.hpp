@@ -150,8 +150,6 @@ class WatchStream {
     Next next() const;
     /// Ends the stream (from any thread): a pending next() gives std::nullopt.
     void stop() const;
-    /// A function that ends the stream if it still exists (for stop flags' callbacks).
-    std::function<void()> stopper() const;
 
   private:
     std::shared_ptr<detail::WatchQueue> queue_;
@@ -215,15 +213,10 @@ class Api {
     /// once; it ends by itself when `until` (a daemon's `ctx.stopped`) is set. Label and field
     /// selectors as in list().
     WatchStream stream(DaemonStopped until = {}, std::string label_selector = "",
-                       std::string field_selector = "") const {
-        WatchStream events = open_stream(std::move(label_selector), std::move(field_selector));
-        until.on_set(events.stopper());
-        return events;
-    }
+                       std::string field_selector = "") const;
 
   private:
     ApiCall<json> call(std::shared_ptr<detail::ApiRequest> request) const;
-    WatchStream open_stream(std::string label_selector, std::string field_selector) const;
 
     std::shared_ptr<detail::ClientCore> core_;
     Selector resource_;

@@ -815,7 +815,8 @@ ApiCall<json> Api::watch(std::function<void(const WatchEvent&)> on_event,
 
 // ---- WatchStream -----------------------------------------------------------------------------
 
-WatchStream Api::open_stream(std::string label_selector, std::string field_selector) const {
+WatchStream Api::stream(DaemonStopped until, std::string label_selector,
+                        std::string field_selector) const {
     auto queue = std::make_shared<detail::WatchQueue>();
     queue->core = core_;
     auto request = prepare(Verb::Watch, resource_, namespace_name_, "", nullptr);
@@ -835,6 +836,9 @@ WatchStream Api::open_stream(std::string label_selector, std::string field_selec
         queue->end(error);
     };
     if (!begin(core_, request, outcome)) queue->end(nullptr);  // closed: ended already
+    until.on_set([weak = std::weak_ptr<detail::WatchQueue>(queue)] {
+        if (auto queue = weak.lock()) queue->end(nullptr);
+    });
     return WatchStream(std::move(queue));
 }
 
@@ -857,12 +861,6 @@ WatchStream::Next WatchStream::next() const {
 
 void WatchStream::stop() const {
     if (queue_) queue_->end(nullptr);
-}
-
-std::function<void()> WatchStream::stopper() const {
-    return [weak = std::weak_ptr<detail::WatchQueue>(queue_)] {
-        if (auto queue = weak.lock()) queue->end(nullptr);
-    };
 }
 
 bool WatchStream::Next::await_ready() const {

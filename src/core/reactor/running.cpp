@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -48,17 +49,28 @@ struct StopBridge {
     std::function<void()> request;
 };
 
+// Runs the loop while `busy()` holds (at most `limit`, none if not given); a loop with nothing
+// to do is not spun: the work it waits for may be on other threads.
+void run_loop_while(asio::io_context& io, const std::function<bool()>& busy,
+                    std::optional<std::chrono::steady_clock::duration> limit = std::nullopt) {
+    const auto deadline = limit ? std::chrono::steady_clock::now() + *limit
+                                : std::chrono::steady_clock::time_point::max();
+    while (busy() && std::chrono::steady_clock::now() < deadline) {
+        io.restart();
+        if (io.run_for(std::chrono::milliseconds(20)) == 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    }
+}
+
 // Kopf's "hung tasks" at the exit: background tasks (kopf::spawn) get a grace period to finish,
 // then are cancelled, and are waited for while the loop and the API client still serve them.
 void stop_background_tasks(asio::io_context& io, detail::BackgroundTasks& tasks) {
     constexpr auto grace = std::chrono::seconds(5);
     NamedLogger log("kopf.reactor.running");
     const auto run_until_done = [&](std::chrono::steady_clock::duration limit) {
-        const auto deadline = std::chrono::steady_clock::now() + limit;
-        while (tasks.running() > 0 && std::chrono::steady_clock::now() < deadline) {
-            io.restart();
-            io.run_for(std::chrono::milliseconds(20));
-        }
+        run_loop_while(
+            io, [&tasks] { return tasks.running() > 0; }, limit);
     };
     if (tasks.running() == 0) {
         log.debug("Hung tasks stopping is skipped: no tasks given.");
@@ -308,12 +320,7 @@ void run_operator(const RunOptions& options, bool handle_signals) {
                                  : "");
     }
     // The loop keeps answering the API calls of the synchronous handlers that still run.
-    while (executor.blocking() > 0) {
-        io.restart();
-        if (io.run_for(std::chrono::milliseconds(20)) == 0) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
-    }
+    run_loop_while(io, [&executor] { return executor.blocking() > 0; });
     serving.close_client();
     io.restart();
     io.poll();
