@@ -5,11 +5,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <condition_variable>
 #include <deque>
+#include <iterator>
 #include <kopf/context.hpp>
 #include <kopf/registry.hpp>
 #include <kopf/run.hpp>
@@ -134,6 +137,46 @@ struct WatchQueue {
     void end(std::exception_ptr failure);
 };
 
+// Joins the loop threads of clients whose last handle went on their own thread: those that have
+// finished whenever another one comes, the rest when the process exits (this object's static
+// destructor runs before OpenSSL's and LeakSanitizer's exit handlers, registered earlier).
+namespace {
+
+class EndingThreads {
+  public:
+    void adopt(std::thread thread, std::shared_ptr<std::atomic<bool>> finished) {
+        std::vector<Ending> done;
+        {
+            std::lock_guard lock(mutex_);
+            auto first_done = std::stable_partition(threads_.begin(), threads_.end(),
+                                                    [](const Ending& t) { return !*t.finished; });
+            std::move(first_done, threads_.end(), std::back_inserter(done));
+            threads_.erase(first_done, threads_.end());
+            threads_.push_back({std::move(thread), std::move(finished)});
+        }
+        for (auto& ending : done) ending.thread.join();
+    }
+
+    ~EndingThreads() {
+        for (auto& ending : threads_) ending.thread.join();
+    }
+
+  private:
+    struct Ending {
+        std::thread thread;
+        std::shared_ptr<std::atomic<bool>> finished;
+    };
+    std::mutex mutex_;
+    std::vector<Ending> threads_;
+};
+
+void adopt_ending_thread(std::thread thread, std::shared_ptr<std::atomic<bool>> finished) {
+    static EndingThreads ending;
+    ending.adopt(std::move(thread), std::move(finished));
+}
+
+}  // namespace
+
 struct ClientCore : std::enable_shared_from_this<ClientCore> {
     asio::io_context* io = nullptr;
     clients::ApiClient* api = nullptr;
@@ -162,6 +205,7 @@ struct ClientCore : std::enable_shared_from_this<ClientCore> {
     };
     std::shared_ptr<OwnLoop> own{};
     std::thread own_thread{};
+    std::shared_ptr<std::atomic<bool>> own_thread_finished{};
 
     std::mutex mutex;  // guards `closed` and `pending`: calls start on any thread
     bool closed = false;
@@ -180,9 +224,12 @@ struct ClientCore : std::enable_shared_from_this<ClientCore> {
         if (!own) return;
         // Calls still waiting fail; what is still in flight is dropped with the loop.
         if (own_thread.get_id() == std::this_thread::get_id()) {
+            // The last handle went on the loop's own thread (a stream's ending watch held it):
+            // the thread cannot join itself, so it is joined later, at the latest when the
+            // process exits (a detached one could still be freeing its TLS state then).
             close();
             own->io.stop();
-            own_thread.detach();
+            adopt_ending_thread(std::move(own_thread), own_thread_finished);
             return;
         }
         asio::post(own->io, [this] {
@@ -913,7 +960,12 @@ Client::Client(ConnectionInfo credentials) : core_(std::make_shared<detail::Clie
     core_->io = &own->io;
     core_->api = own->api.get();
     core_->own = own;
-    core_->own_thread = std::thread([own] { own->io.run(); });
+    core_->own_thread_finished = std::make_shared<std::atomic<bool>>(false);
+    core_->own_thread = std::thread([own, finished = core_->own_thread_finished]() mutable {
+        own->io.run();
+        own.reset();  // the loop and its ApiClient go here when the core went on this thread
+        *finished = true;
+    });
     core_->loop_thread = core_->own_thread.get_id();
 }
 

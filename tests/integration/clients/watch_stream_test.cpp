@@ -30,10 +30,6 @@ class WatchStreamTest : public ClientTest {
     void TearDown() override {
         configmaps = kopf::Api(nullptr, "configmaps", "default");
         client = kopf::Client();
-        // A stream's watch may still be ending on the client's own thread, which then lets its
-        // loop go by itself (a detached thread): give it the moment it needs before the process
-        // exits, or LeakSanitizer reports its TLS state as leaked.
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));
         ClientTest::TearDown();
     }
 
