@@ -135,6 +135,8 @@ class DiffBaseStorage {
     /// system ones), plus `extra_fields` (dotted paths that handlers watch).
     virtual json build(const json& body,
                        const std::vector<std::vector<std::string>>& extra_fields = {}) const;
+    /// The stored essence, or nullopt if there is none (the object was never handled). Throws
+    /// if what is stored is not JSON: the object is then not handled until that is fixed.
     virtual std::optional<json> fetch(const json& body) const = 0;
     virtual void store(const json& body, Patch& patch, const json& essence) const = 0;
 

@@ -1,5 +1,8 @@
 // Diff-base storages (configs/diffbase.py): the essence of an object and where it is kept.
+#include <fmt/format.h>
+
 #include <kopf/storage.hpp>
+#include <stdexcept>
 
 #include "clients/json_codec.hpp"
 #include "structs/dicts.hpp"
@@ -15,6 +18,19 @@ void append_member(std::string& out, bool& first, const std::string& key, const 
     clients::append_json_string(out, key);
     out += ':';
     clients::append_json(out, value);
+}
+
+// A stored diff base that is not JSON fails the object's processing (as in Kopf): taken as
+// absent, it would run the creation handlers again, duplicating their side effects.
+json decode_diff_base(const std::string& encoded, const std::string& where) {
+    try {
+        return clients::parse_json(encoded);
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(fmt::format(
+            "The last handled configuration in {} is not JSON ({}): no handler runs for this "
+            "object until it is fixed or removed (removing it makes the object look new).",
+            where, e.what()));
+    }
 }
 
 std::string dump_essence(const json& essence) {
@@ -116,8 +132,9 @@ std::optional<json> AnnotationsDiffBaseStorage::fetch(const json& body) const {
     for (const auto& full_key : cached_keys(key_, &body)) {
         const json* encoded = dicts::resolve(body, {"metadata", "annotations", full_key});
         if (encoded && encoded->is_string()) {
-            auto decoded = clients::parse_json_or_discarded(encoded->get<std::string>());
-            if (!decoded.is_discarded() && !decoded.is_null()) return decoded;
+            auto decoded =
+                decode_diff_base(encoded->get<std::string>(), "the annotation '" + full_key + "'");
+            if (!decoded.is_null()) return decoded;
         }
     }
     return std::nullopt;
@@ -147,8 +164,9 @@ json StatusDiffBaseStorage::build(const json& body,
 std::optional<json> StatusDiffBaseStorage::fetch(const json& body) const {
     const json* encoded = dicts::resolve(body, field_);
     if (!encoded || !encoded->is_string()) return std::nullopt;
-    auto decoded = clients::parse_json_or_discarded(encoded->get<std::string>());
-    if (decoded.is_discarded() || decoded.is_null()) return std::nullopt;
+    auto decoded = decode_diff_base(encoded->get<std::string>(),
+                                    "the field '" + dicts::format_field(field_) + "'");
+    if (decoded.is_null()) return std::nullopt;
     return decoded;
 }
 

@@ -184,3 +184,35 @@ TEST_F(BadResources, AmbiguousResourceStopsTheOperatorNamingTheCandidates) {
     EXPECT_NE(log.find("widgets.v1.b.example.com"), std::string::npos) << log;
     EXPECT_NE(log.find("Specify the group"), std::string::npos) << log;
 }
+
+// A diff base that is not JSON is not taken as "never handled" (that would run the creation
+// handlers again): as in Kopf, the object's processing fails, naming the annotation, and no
+// handler runs until the annotation is fixed or removed.
+TEST_F(BadResources, CorruptDiffBaseIsNamedAndNoHandlerRunsUntilItIsRemoved) {
+    auto crd = cluster_->kubectl({"apply", "-f", (source_dir() / "examples/crd.yaml").string()});
+    ASSERT_EQ(crd.exit_code, 0) << crd.output;
+    apply("corrupt.yaml", R"(apiVersion: kopf.dev/v1
+kind: KopfExample
+metadata:
+  name: corrupt
+  annotations:
+    kopf.zalando.org/last-handled-configuration: '{"spec": {"field": "value"'
+spec:
+  field: value
+  nested: {deeper: {deepest: [1, 2, {three: 3}]}}
+)");
+    OperatorProcess op(*cluster_, {minimal(), "-n", "default", "--standalone"});
+    ASSERT_TRUE(op.wait_for_log("is not JSON")) << op.log();
+    const std::string log = op.log();
+    EXPECT_NE(log.find("[default/corrupt] Processing has failed"), std::string::npos) << log;
+    EXPECT_NE(log.find("'kopf.zalando.org/last-handled-configuration'"), std::string::npos) << log;
+    EXPECT_EQ(log.find("And here we are! Creating"), std::string::npos) << log;
+
+    // Removed, the object looks new: the creation handler runs, once.
+    auto fixed = cluster_->kubectl(
+        {"annotate", "kopfexample", "corrupt", "kopf.zalando.org/last-handled-configuration-"});
+    ASSERT_EQ(fixed.exit_code, 0) << fixed.output;
+    ASSERT_TRUE(op.wait_for_log("And here we are! Creating")) << op.log();
+    ASSERT_TRUE(op.wait_for_log("Handler 'create_fn' succeeded.")) << op.log();
+    EXPECT_EQ(op.stop(SIGINT), 0) << op.log();
+}

@@ -230,10 +230,6 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
     const auto& settings = env.settings;
     const auto& finalizer = settings.persistence.finalizer;
 
-    if (has_watching)
-        co_await process_watching_cause(env, resource, memory, raw_event, body, patch, logger);
-
-    // Detect the changing cause from the diff base (cleared of our own progress traces).
     bool has_changing = false;
     for (const auto& h : env.registry.changing)
         has_changing |= (!h.has_selector || h.selector.check(resource));
@@ -241,15 +237,24 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
     // Daemons and timers are spawned before the changing handlers and stopped after them.
     const bool has_spawning = env.daemons && env.daemons->has_handlers(resource);
 
+    // The essence and its diff serve the changing handlers and the idling of timers only: an
+    // object with daemons or plain timers alone skips them on every event. The diff base is read
+    // before any handler runs: one that is not JSON fails the cycle before the first (as Kopf).
+    const bool needs_essence =
+        has_changing || (has_spawning && env.daemons->has_idle_timers(resource));
+    const auto& diffbase = *settings.persistence.diffbase_storage;
+    std::optional<json> old;
+    if (needs_essence) old = diffbase.fetch(body);
+
+    if (has_watching)
+        co_await process_watching_cause(env, resource, memory, raw_event, body, patch, logger);
+
+    // Detect the changing cause from the diff base (cleared of our own progress traces).
     std::optional<ChangingCause> cause;
     bool essence_changed = false;  // resets the timers' idling, not every event does
     auto extra_fields = intents::get_extra_fields(env.registry, resource);
     const auto& progress = *settings.persistence.progress_storage;
-    const auto& diffbase = *settings.persistence.diffbase_storage;
-    // The essence and its diff serve the changing handlers and the idling of timers only: an
-    // object with daemons or plain timers alone skips them on every event.
-    if (has_changing || (has_spawning && env.daemons->has_idle_timers(resource))) {
-        std::optional<json> old = diffbase.fetch(body);
+    if (needs_essence) {
         std::optional<json> new_ = diffbase.build(body, extra_fields);
         if (old) old = progress.clear(std::move(*old));
         if (new_) new_ = progress.clear(std::move(*new_));

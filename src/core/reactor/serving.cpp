@@ -192,8 +192,17 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             [self, key, done = std::move(done)](std::exception_ptr error,
                                                 std::optional<Processed> processed) {
                 if (error) {
-                    logger("kopf.reactor.processing")
-                        ->error("Processing of {} has failed: {}", key, describe(error));
+                    // Named by the object's namespace/name once its logger exists (its key is a
+                    // uid, which says nothing to a user).
+                    auto entry = self->objects.find(key);
+                    if (entry != self->objects.end() && entry->second.memory &&
+                        entry->second.memory->logger) {
+                        entry->second.memory->logger->error("Processing has failed: {}",
+                                                            describe(error));
+                    } else {
+                        logger("kopf.reactor.processing")
+                            ->error("Processing of {} has failed: {}", key, describe(error));
+                    }
                 }
                 done(processed ? processed->resource_version : std::nullopt,
                      processed && processed->echo_is_noop);

@@ -66,6 +66,44 @@ TEST(DiffBase, AbsentAnnotationMeansNeverHandled) {
     EXPECT_FALSE(storage.fetch(body()));
 }
 
+// Taken as absent, a corrupt diff base would run the creation handlers again.
+TEST(DiffBase, CorruptAnnotationIsAnErrorNamingIt) {
+    kopf::AnnotationsDiffBaseStorage storage;
+    json b = {{"metadata",
+               {{"annotations",
+                 {{"kopf.zalando.org/last-handled-configuration", "{\"spec\": {\"a\""}}}}}};
+    try {
+        storage.fetch(b);
+        FAIL() << "a corrupt diff base was accepted";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find(
+                      "the annotation 'kopf.zalando.org/last-handled-configuration' is not JSON"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+TEST(DiffBase, CorruptStatusFieldIsAnErrorNamingIt) {
+    kopf::StatusDiffBaseStorage storage;
+    json b = {{"status", {{"kopf", {{"last-handled-configuration", "not json"}}}}}};
+    try {
+        storage.fetch(b);
+        FAIL() << "a corrupt diff base was accepted";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("status.kopf.last-handled-configuration"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+// Kopf reads a stored JSON null as no diff base.
+TEST(DiffBase, StoredNullMeansNeverHandled) {
+    kopf::AnnotationsDiffBaseStorage storage;
+    json b = {
+        {"metadata", {{"annotations", {{"kopf.zalando.org/last-handled-configuration", "null"}}}}}};
+    EXPECT_FALSE(storage.fetch(b));
+}
+
 TEST(DiffBase, StatusStorageWritesJsonWithoutNewline) {
     kopf::StatusDiffBaseStorage storage;
     kopf::Patch patch;
