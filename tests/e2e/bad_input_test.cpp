@@ -216,3 +216,28 @@ spec:
     ASSERT_TRUE(op.wait_for_log("Handler 'create_fn' succeeded.")) << op.log();
     EXPECT_EQ(op.stop(SIGINT), 0) << op.log();
 }
+
+// Kopf prints a Secret's data in its debug lines ("Creation is in progress: …", the diff) and
+// kubectl's last-applied-configuration copy of it; Kopf++ shows the keys, never the values.
+TEST_F(BadResources, SecretValuesStayOutOfTheVerboseLog) {
+    OperatorProcess op(*cluster_, {write("secrets.cpp", handler_on("v1/secrets")).string(), "-n",
+                                   "default", "--standalone", "--verbose"});
+    ASSERT_TRUE(op.wait_for_log("Serving resource secrets.v1.")) << op.log();
+    apply("secret.yaml", R"(apiVersion: v1
+kind: Secret
+metadata: {name: db}
+type: Opaque
+data: {password: aHVudGVyMi1wYXNzd29yZA==}
+stringData: {token: plain-text-token-value}
+)");
+    ASSERT_TRUE(op.wait_for_log("[default/db] Created.")) << op.log();
+    auto changed = cluster_->kubectl(
+        {"patch", "secret", "db", "--type=merge", "-p", R"({"data":{"password":"Y2hhbmdlZA=="}})"});
+    ASSERT_EQ(changed.exit_code, 0) << changed.output;
+    ASSERT_TRUE(op.wait_for_log("Creation is in progress:")) << op.log();
+    EXPECT_TRUE(op.wait_for_log("\"password\":\"<redacted>\"")) << op.log();
+    EXPECT_EQ(op.stop(SIGINT), 0) << op.log();
+    const std::string log = op.log();
+    for (const char* value : {"aHVudGVyMi1wYXNzd29yZA==", "plain-text-token-value", "Y2hhbmdlZA=="})
+        EXPECT_EQ(log.find(value), std::string::npos) << value << " in the log:\n" << log;
+}

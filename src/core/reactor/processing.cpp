@@ -7,6 +7,7 @@
 #include "core/intents/matching.hpp"
 #include "structs/dicts.hpp"
 #include "structs/finalizers.hpp"
+#include "structs/redaction.hpp"
 
 namespace kopf::reactor {
 
@@ -16,6 +17,15 @@ using intents::ChangingCause;
 using intents::Reason;
 
 namespace {
+
+// Bodies and patches as debug lines show them: a Secret's values redacted (see redaction.hpp).
+json shown_in_log(const Resource& resource, const json& body_or_patch) {
+    return structs::is_secret(resource) ? structs::redact_secret_values(body_or_patch)
+                                        : body_or_patch;
+}
+json shown_json_patch(const Resource& resource, const json& ops) {
+    return structs::is_secret(resource) ? structs::redact_secret_json_patch(ops) : ops;
+}
 
 std::string capitalize(std::string s) {
     if (!s.empty()) s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
@@ -134,9 +144,15 @@ Task<std::vector<double>> process_changing_cause(const ProcessingEnv& env, const
         }
         if (!state.extras().empty()) state.purge(body, patch, storage, owned_ids);
 
-        logger.debug("{} is in progress: {}", capitalize(title), body);
-        if (cause.diff && cause.old && cause.new_)
-            logger.debug("{} diff: {}", capitalize(title), cause.diff);
+        if (logger.enabled_for(LogLevel::DEBUG)) {
+            logger.debug("{} is in progress: {}", capitalize(title), shown_in_log(resource, body));
+            if (cause.diff && cause.old && cause.new_) {
+                logger.debug("{} diff: {}", capitalize(title),
+                             structs::is_secret(resource)
+                                 ? structs::redact_secret_values(cause.diff)
+                                 : cause.diff);
+            }
+        }
 
         if (!selected.empty()) {
             actions::InvocationEnv ienv{env.settings, resource, body,    patch,         logger,
@@ -367,14 +383,16 @@ Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
         body_patch = &stripped_patch;
     }
     if (!body_patch->empty()) {
-        logger.debug("Patching with: {}", *body_patch);
+        if (logger.enabled_for(LogLevel::DEBUG))
+            logger.debug("Patching with: {}", shown_in_log(resource, *body_patch));
         auto r = co_await applier.merge_patch(resource, outcome.body, *body_patch, false);
         if (!r.found) co_return result;
         if (r.resource_version) result.resource_version = r.resource_version;
     }
     json status_patch = outcome.status_merge_patch(resource);
     if (!status_patch.is_null()) {
-        logger.debug("Patching the status with: {}", status_patch);
+        if (logger.enabled_for(LogLevel::DEBUG))
+            logger.debug("Patching the status with: {}", shown_in_log(resource, status_patch));
         auto r = co_await applier.merge_patch(resource, outcome.body, status_patch, true);
         if (!r.found) co_return result;
         if (r.resource_version) result.resource_version = r.resource_version;
@@ -388,7 +406,8 @@ Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
         }
         json ops = outcome.patch.build_json_patch(fresh);
         if (!ops.empty()) {
-            logger.debug("Patching with: {}", ops);
+            if (logger.enabled_for(LogLevel::DEBUG))
+                logger.debug("Patching with: {}", shown_json_patch(resource, ops));
             auto r = co_await applier.json_patch(resource, fresh, ops, false);
             if (r.conflict) {
                 memory.remaining_fns = outcome.patch.fns;  // retried on the next event

@@ -66,6 +66,21 @@ TEST(DiffBase, AbsentAnnotationMeansNeverHandled) {
     EXPECT_FALSE(storage.fetch(body()));
 }
 
+// The documented recipe for Secrets (docs/configuration.md): their values out of the diff base.
+TEST(DiffBase, IgnoredFieldsStayOutOfTheStoredEssence) {
+    kopf::AnnotationsDiffBaseStorage storage;
+    storage.ignored_fields = {{"data"}, {"stringData"}};
+    json secret = {{"apiVersion", "v1"},
+                   {"kind", "Secret"},
+                   {"metadata", {{"name", "db"}, {"labels", {{"app", "db"}}}}},
+                   {"type", "Opaque"},
+                   {"data", {{"password", "aHVudGVyMg=="}}}};
+    kopf::Patch patch;
+    storage.store(secret, patch, storage.build(secret));
+    EXPECT_EQ(patch.merge["metadata"]["annotations"]["kopf.zalando.org/last-handled-configuration"],
+              "{\"type\":\"Opaque\",\"metadata\":{\"labels\":{\"app\":\"db\"}}}\n");
+}
+
 // Taken as absent, a corrupt diff base would run the creation handlers again.
 TEST(DiffBase, CorruptAnnotationIsAnErrorNamingIt) {
     kopf::AnnotationsDiffBaseStorage storage;
