@@ -18,6 +18,7 @@ struct CoreOptions {
     std::filesystem::path data_dir;                       // empty: in memory only
     std::chrono::milliseconds bookmark_interval{60'000};  // periodic BOOKMARK events
     std::size_t history_size = 100'000;  // watch events kept for resuming from a resourceVersion
+    std::size_t history_bytes = 256 * 1024 * 1024;  // and their objects' serialised size at most
     std::string server_address = "127.0.0.1:0";     // for serverAddressByClientCIDRs
     std::shared_ptr<AdmissionTransport> admission;  // calls webhooks; null: webhooks fail
 };

@@ -109,7 +109,8 @@ HttpResponse Engine::handle(const HttpRequest& request) {
             response.content_type = "text/plain; charset=utf-8";
             response.body = e.plain_text;
         } else {
-            response.body = e.status.dump();
+            // Messages may quote the client's invalid UTF-8: replaced, not a failure.
+            response.body = e.status.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
             if (e.status.contains("details") && e.status["details"].contains("retryAfterSeconds"))
                 response.headers.emplace_back(
                     "Retry-After",
@@ -119,7 +120,7 @@ HttpResponse Engine::handle(const HttpRequest& request) {
         response.status = 500;
         response.body =
             make_status(500, "InternalError", std::string("Internal error occurred: ") + e.what())
-                .dump();
+                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     return response;
 }
@@ -346,12 +347,22 @@ void Engine::drop_watches() {
 void Engine::compact_history() {
     std::unique_lock lock(mu_);
     history_.clear();
+    history_bytes_ = 0;
     oldest_available_rv_ = rv_;
 }
 
 void Engine::stall_watches(bool stalled) {
     std::unique_lock lock(mu_);
+    const bool resuming = stalled_ && !stalled;
     stalled_ = stalled;
+    if (!resuming) return;
+    // The held-back events go out late, none lost (a bookmark must not skip them).
+    for (auto& [key, list] : watchers_) {
+        const auto watchers = list;  // replay() swaps the list while it delivers
+        for (const auto& w : watchers) {
+            if (w->active && w->sink) replay(w, w->seen_rv);
+        }
+    }
 }
 
 }  // namespace kopf::apiserver::core

@@ -68,6 +68,9 @@ json yaml_to_json(const std::string& text);               // throws std::runtime
 std::string media_type(const std::string& content_type);  // lower-case, without parameters
 // Body of a write: JSON or YAML per the Content-Type; throws ApiError 400/415.
 json decode_body(const std::string& body, const std::string& content_type);
+// Throws 400 if a JSON body nests deeper than kube-apiserver accepts (10,000 levels), before
+// anything recursive (parsing aside) sees it.
+void check_body_depth(const std::string& body);
 // Kubernetes protobuf envelope ("k8s\0" + runtime.Unknown) of a few core kinds (protobuf.cpp).
 json decode_protobuf_body(const std::string& body);
 bool parse_bool(const std::string& value, bool fallback);
@@ -129,6 +132,7 @@ struct WatchEvent {
     std::string ns;
     std::shared_ptr<const json> object;    // stored form
     std::shared_ptr<const json> previous;  // state before (MODIFIED/DELETED) or null
+    std::size_t bytes = 0;                 // the object's serialised size, as the history counts it
     std::mutex cache_mu;
     std::unordered_map<std::string, std::shared_ptr<const std::string>> lines;  // by view gv
 };
@@ -172,6 +176,9 @@ class Watcher : public WatchStream, public std::enable_shared_from_this<Watcher>
     std::shared_ptr<WatchSink> sink;
     bool active = false;
     Clock::time_point last_bookmark;
+    // The revision up to which this watcher has seen every event of its collection: a stall
+    // holds its events back, and resuming replays them from here, as a slow stream would.
+    uint64_t seen_rv = 0;
 
     void start(std::shared_ptr<WatchSink> sink) override;
     void cancel() override;
@@ -231,6 +238,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
     std::vector<StoredObject> retired_;
     uint64_t rv_ = 0;
     std::deque<WatchEventPtr> history_;
+    std::size_t history_bytes_ = 0;
+    // Keeps `event` for resuming watches, dropping the oldest beyond the count and size limits.
+    void retain(const WatchEventPtr& event);
     uint64_t oldest_available_rv_ = 0;  // resuming from below this gets 410
     std::unordered_map<std::string, std::vector<std::shared_ptr<Watcher>>> watchers_;
     std::unique_ptr<Persistence> persistence_;
@@ -312,6 +322,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
     // watch.cpp
     void fan_out(const WatchEventPtr& event);
+    // Sends `w` the retained events of its collection after `after_rv` (410 if they are gone).
+    void replay(const std::shared_ptr<Watcher>& w, uint64_t after_rv);
     std::shared_ptr<const std::string> event_line(const WatchEventPtr& event, const Watcher& w);
     std::string render_event(const Watcher& w, const std::string& type, const json& view);
     void send_bookmark(Watcher& w, bool initial_end);

@@ -200,6 +200,22 @@ ResourcePtr Engine::resource_for_storage(const std::string& storage_key) const {
     return nullptr;
 }
 
+void Engine::retain(const WatchEventPtr& event) {
+    // Watchers rendered the line already (the usual case); otherwise the size is measured.
+    std::size_t bytes = event->lines.empty() ? 0 : event->lines.begin()->second->size();
+    if (bytes == 0)
+        bytes = event->object->dump(-1, ' ', false, json::error_handler_t::replace).size();
+    event->bytes = bytes;
+    history_bytes_ += bytes;
+    history_.push_back(event);
+    while (history_.size() > options_.history_size ||
+           (history_bytes_ > options_.history_bytes && history_.size() > 1)) {
+        oldest_available_rv_ = history_.front()->rv;
+        history_bytes_ -= history_.front()->bytes;
+        history_.pop_front();
+    }
+}
+
 const json& Engine::commit_write(const Resource& res, json object, const json* previous) {
     ++rv_;
     object["metadata"]["resourceVersion"] = std::to_string(rv_);
@@ -223,12 +239,8 @@ const json& Engine::commit_write(const Resource& res, json object, const json* p
     if (slot) retired_.push_back(std::move(slot));
     slot = std::make_shared<const json>(std::move(object));
     event->object = slot;
-    history_.push_back(event);
-    while (history_.size() > options_.history_size) {
-        oldest_available_rv_ = history_.front()->rv;
-        history_.pop_front();
-    }
     fan_out(event);
+    retain(event);
     note_admission_storage(res);
     const json& stored = *event->object;
     if (res.storage_key == kCrdStorage) {
@@ -256,12 +268,8 @@ void Engine::commit_delete(const Resource& res, const std::string& ns, const std
     event->type = "DELETED";
     event->ns = ns;
     event->object = std::make_shared<const json>(std::move(last));
-    history_.push_back(event);
-    while (history_.size() > options_.history_size) {
-        oldest_available_rv_ = history_.front()->rv;
-        history_.pop_front();
-    }
     fan_out(event);
+    retain(event);
     note_admission_storage(res);
     controllers_dirty_ = true;
     if (res.storage_key == kCrdStorage) {
@@ -925,6 +933,7 @@ HttpResponse Engine::do_patch(RequestInfo& rq, Lock& lock) {
     if (is_apply) {
         patch = decode_body(rq.http->body, "application/yaml");
     } else {
+        check_body_depth(rq.http->body);
         patch = json::parse(rq.http->body, nullptr, false);
         if (patch.is_discarded()) throw bad_request("couldn't decode the patch body as JSON");
     }
@@ -1213,6 +1222,7 @@ json read_delete_options(const RequestInfo& rq) {
     json options = json::object();
     const std::string& body = rq.http->body;
     if (body.find_first_not_of(" \t\r\n") != std::string::npos) {
+        check_body_depth(body);
         options = json::parse(body, nullptr, false);
         if (options.is_discarded() || !options.is_object())
             throw bad_request("couldn't decode the DeleteOptions body as a JSON object");

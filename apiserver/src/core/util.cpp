@@ -6,6 +6,7 @@
 #include <cctype>
 #include <ctime>
 #include <random>
+#include <string_view>
 
 #include "core/engine.hpp"
 
@@ -121,20 +122,61 @@ std::optional<std::string> base64url_decode(const std::string& data) {
 }
 
 namespace {
-json yaml_node_to_json(const YAML::Node& node) {
+
+// kube-apiserver's limit on the nesting of request bodies.
+constexpr int kMaxBodyDepth = 10'000;
+
+// The deepest nesting of a JSON text's arrays and objects, stopping past `limit`: a scan that
+// needs no parse, so that nothing recursive ever sees a body nested deeper than that.
+int json_depth(std::string_view text, int limit) {
+    int depth = 0;
+    int deepest = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\')
+                ++i;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            deepest = std::max(deepest, ++depth);
+            if (deepest > limit) break;
+        } else if (c == '}' || c == ']') {
+            --depth;
+        }
+    }
+    return deepest;
+}
+
+// Converting YAML expands its aliases: a few hundred bytes of nested aliases can stand for
+// billions of nodes (CVE-2019-11253). Without aliases, a document has fewer nodes than bytes.
+struct YamlBudget {
+    std::size_t nodes_left;
+};
+
+json yaml_node_to_json(const YAML::Node& node, YamlBudget& budget) {
+    if (budget.nodes_left == 0) {
+        throw api_error(400, "BadRequest",
+                        "error converting YAML to JSON: the document contains excessive aliasing "
+                        "(its aliases expand to more nodes than its size allows)");
+    }
+    --budget.nodes_left;
     switch (node.Type()) {
         case YAML::NodeType::Null:
         case YAML::NodeType::Undefined:
             return nullptr;
         case YAML::NodeType::Sequence: {
             json arr = json::array();
-            for (const auto& item : node) arr.push_back(yaml_node_to_json(item));
+            for (const auto& item : node) arr.push_back(yaml_node_to_json(item, budget));
             return arr;
         }
         case YAML::NodeType::Map: {
             json obj = json::object();
             for (const auto& kv : node)
-                obj[kv.first.as<std::string>()] = yaml_node_to_json(kv.second);
+                obj[kv.first.as<std::string>()] = yaml_node_to_json(kv.second, budget);
             return obj;
         }
         case YAML::NodeType::Scalar:
@@ -171,7 +213,8 @@ json yaml_node_to_json(const YAML::Node& node) {
 
 json yaml_to_json(const std::string& text) {
     try {
-        return yaml_node_to_json(YAML::Load(text));
+        YamlBudget budget{10'000 + text.size()};
+        return yaml_node_to_json(YAML::Load(text), budget);
     } catch (const YAML::Exception& e) {
         throw std::runtime_error(e.what());
     }
@@ -184,6 +227,13 @@ std::string media_type(const std::string& content_type) {
     std::transform(mt.begin(), mt.end(), mt.begin(),
                    [](unsigned char c) { return std::tolower(c); });
     return mt;
+}
+
+void check_body_depth(const std::string& body) {
+    if (json_depth(body, kMaxBodyDepth) > kMaxBodyDepth) {
+        throw bad_request("couldn't decode the request body as JSON: exceeded max depth of " +
+                          std::to_string(kMaxBodyDepth));
+    }
 }
 
 json decode_body(const std::string& body, const std::string& content_type) {
@@ -202,10 +252,19 @@ json decode_body(const std::string& body, const std::string& content_type) {
                   body[body.find_first_not_of(" \t\r\n")] == '{')) {
         try {
             value = yaml_to_json(body);
+        } catch (const ApiError&) {
+            throw;
         } catch (const std::exception& e) {
             throw bad_request(std::string("error converting YAML to JSON: ") + e.what());
         }
+        // YAML scalars are taken as they are; JSON's parser refuses invalid UTF-8 itself.
+        try {
+            (void)value.dump();
+        } catch (const json::type_error&) {
+            throw bad_request("error converting YAML to JSON: the document is not valid UTF-8");
+        }
     } else {
+        check_body_depth(body);
         value = json::parse(body, nullptr, false);
         if (value.is_discarded()) {
             // Give the parser's own explanation (line/column) to the client.

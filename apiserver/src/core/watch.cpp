@@ -128,6 +128,7 @@ void Engine::fan_out(const WatchEventPtr& event) {
     for (const auto& wp : it->second) {
         Watcher& w = *wp;
         if (!w.active || !w.sink) continue;
+        w.seen_rv = event->rv;
         if (!w.ns.empty() && event->ns != w.ns) continue;
         bool filtered = !w.labels.empty() || !w.fields.empty();
         if (!filtered && !w.table) {
@@ -177,34 +178,8 @@ void Engine::start_watch(const std::shared_ptr<Watcher>& w, std::shared_ptr<Watc
     w->sink = std::move(sink);
     const Resource& res = *w->res;
     if (w->start_rv) {
-        if (*w->start_rv < oldest_available_rv_) {
-            json status = make_status(410, "Expired",
-                                      "too old resource version: " + std::to_string(*w->start_rv) +
-                                          " (" + std::to_string(oldest_available_rv_) + ")");
-            w->sink->send(json{{"type", "ERROR"}, {"object", status}}.dump() + "\n");
-            w->sink->close();
-            w->sink.reset();
-            return;
-        }
-        // Replay retained history after the start revision.
-        auto first =
-            std::lower_bound(history_.begin(), history_.end(), *w->start_rv + 1,
-                             [](const WatchEventPtr& e, uint64_t rv) { return e->rv < rv; });
-        w->active = true;
-        std::vector<std::shared_ptr<Watcher>> single{w};
-        for (auto it = first; it != history_.end(); ++it) {
-            if ((*it)->storage_key != res.storage_key) continue;
-            // Deliver through the same transition logic as live events.
-            auto saved = watchers_.find(res.storage_key);
-            std::vector<std::shared_ptr<Watcher>> others;
-            if (saved != watchers_.end()) others.swap(saved->second);
-            watchers_[res.storage_key] = single;
-            bool stalled = stalled_;
-            stalled_ = false;
-            fan_out(*it);
-            stalled_ = stalled;
-            watchers_[res.storage_key].swap(others);
-        }
+        replay(w, *w->start_rv);
+        if (!w->sink) return;  // expired
     } else {
         auto s = store_.find(res.storage_key);
         if (s != store_.end()) {
@@ -217,7 +192,42 @@ void Engine::start_watch(const std::shared_ptr<Watcher>& w, std::shared_ptr<Watc
     }
     w->active = true;
     w->last_bookmark = Clock::now();
+    // A stalled server holds the live events back from here on; resuming replays them.
+    w->seen_rv = rv_;
     watchers_[res.storage_key].push_back(w);
+}
+
+void Engine::replay(const std::shared_ptr<Watcher>& w, uint64_t after_rv) {
+    if (after_rv < oldest_available_rv_) {
+        json status = make_status(410, "Expired",
+                                  "too old resource version: " + std::to_string(after_rv) + " (" +
+                                      std::to_string(oldest_available_rv_) + ")");
+        w->sink->send(json{{"type", "ERROR"}, {"object", status}}.dump() + "\n");
+        w->sink->close();
+        w->sink.reset();
+        w->active = false;
+        return;
+    }
+    const std::string& storage_key = w->res->storage_key;
+    auto first = std::lower_bound(history_.begin(), history_.end(), after_rv + 1,
+                                  [](const WatchEventPtr& e, uint64_t rv) { return e->rv < rv; });
+    const bool was_active = w->active;
+    w->active = true;
+    std::vector<std::shared_ptr<Watcher>> single{w};
+    for (auto it = first; it != history_.end() && w->sink; ++it) {
+        if ((*it)->storage_key != storage_key) continue;
+        // Delivered through the same transition logic as live events, to this watcher alone.
+        auto saved = watchers_.find(storage_key);
+        std::vector<std::shared_ptr<Watcher>> others;
+        if (saved != watchers_.end()) others.swap(saved->second);
+        watchers_[storage_key] = single;
+        bool stalled = stalled_;
+        stalled_ = false;
+        fan_out(*it);
+        stalled_ = stalled;
+        watchers_[storage_key].swap(others);
+    }
+    w->active = was_active;
 }
 
 void Engine::close_watcher(Watcher& w) {

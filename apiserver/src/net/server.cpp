@@ -4,6 +4,7 @@
 // ApiCore::handle().
 #include "kopf/apiserver/server.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
@@ -45,6 +46,8 @@ namespace http = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+// The time a request's body may take to arrive (kube-apiserver's default request timeout).
+constexpr std::chrono::milliseconds kBodyTimeout{60'000};
 // Watch writes closer together than this are batched by waiting kGatherFor before the next.
 constexpr auto kGatherWhenWritesAreCloserThan = std::chrono::milliseconds(2);
 constexpr auto kGatherFor = std::chrono::microseconds(500);
@@ -307,6 +310,7 @@ void Server::Impl::start() {
     core_options.data_dir = options.data_dir;
     core_options.bookmark_interval = options.bookmark_interval;
     core_options.history_size = options.watch_history;
+    core_options.history_bytes = options.watch_history_bytes;
     core_options.server_address = host() + ":" + std::to_string(bound_port);
     core_options.admission = net::make_admission_transport();
     core = std::make_unique<ApiCore>(std::move(core_options));
@@ -429,11 +433,38 @@ asio::awaitable<void> Server::Impl::serve(std::shared_ptr<Stream> stream,
         close();
     };
 
-    for (;;) {
+    auto& connection = beast::get_lowest_layer(*stream);
+    for (bool first = true;; first = false) {
         http::request_parser<http::string_body> parser;
         parser.body_limit(options.max_body_bytes);
         parser.header_limit(1024 * 1024);
+        // Between requests, a keep-alive connection may idle for idle_timeout; from the first byte
+        // of a request (or the connection's start), its head is due within header_timeout.
+        if (!first && buffer.size() == 0) {
+            connection.expires_after(options.idle_timeout);
+            auto [idle_ec, got] =
+                co_await stream->async_read_some(buffer.prepare(16 * 1024), use_tuple);
+            buffer.commit(got);
+            if (idle_ec) {
+                close();
+                co_return;
+            }
+        }
+        connection.expires_after(options.header_timeout);
         auto [ec, n] = co_await http::async_read_header(*stream, buffer, parser, use_tuple);
+        // The body is not slowed down to the head's pace, but not waited for forever either.
+        connection.expires_after(std::max(options.header_timeout, kBodyTimeout));
+        if (!ec && !parser.chunked() && !parser.content_length() &&
+            parser.get().count(http::field::transfer_encoding)) {
+            // The body's length is unknown: what follows cannot be told from a next request
+            // (RFC 9112, 6.3), so the refusal ends the connection.
+            co_await reject(400, net::status_body(
+                                     400, "BadRequest",
+                                     "unsupported Transfer-Encoding '" +
+                                         std::string(parser.get()[http::field::transfer_encoding]) +
+                                         "': only chunked is accepted"));
+            co_return;
+        }
         if (!ec && parser.get()[http::field::expect] == "100-continue" && !parser.is_done()) {
             http::response<http::empty_body> proceed{http::status::continue_, 11};
             std::tie(ec, n) = co_await http::async_write(*stream, proceed, use_tuple);
@@ -463,6 +494,7 @@ asio::awaitable<void> Server::Impl::serve(std::shared_ptr<Stream> stream,
             close();
             co_return;
         }
+        connection.expires_never();  // a request may take long (watches, large lists)
 
         auto& req = parser.get();
         const unsigned version = req.version();

@@ -13,7 +13,7 @@ std::string status_body(int code, const std::string& reason, const std::string& 
     if (retry_after_seconds > 0) {
         status["details"] = {{"retryAfterSeconds", retry_after_seconds}};
     }
-    return status.dump();
+    return status.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 HttpResponse status_response(int code, const std::string& reason, const std::string& message,

@@ -200,6 +200,10 @@ TEST(Faults, StalledWatchesReceiveNothingUntilResumed) {
     test.server().stall_watches(false);
     auto after = test.http("POST", kConfigMaps, config_map("resumed"), "application/json");
     EXPECT_TRUE(wait_for([&] { return watch->out().find("\"resumed\"") != std::string::npos; }));
+    // What happened during the stall arrives late, before what followed, not lost.
+    const auto out = watch->out();
+    EXPECT_NE(out.find("\"stalled\""), std::string::npos) << out;
+    EXPECT_LT(out.find("\"stalled\""), out.find("\"resumed\"")) << out;
 }
 
 TEST(Faults, AdminEndpointInjectsFaultsForLoopbackClients) {

@@ -30,8 +30,15 @@ struct ServerOptions {
     std::filesystem::path data_dir;           // empty: in memory
     std::size_t max_requests_inflight = 400;  // beyond: 429 with Retry-After
     std::size_t max_body_bytes = 3 * 1024 * 1024;
+    // As kube-apiserver: a request head must arrive within header_timeout of its first byte (or
+    // of the connection's start), and a keep-alive connection idle for idle_timeout is closed.
+    std::chrono::milliseconds header_timeout{32'000};
+    std::chrono::milliseconds idle_timeout{90'000};
     std::chrono::milliseconds bookmark_interval{60'000};
     std::size_t watch_history = 100'000;
+    // The same history bounded by the size of its objects (serialised), so that large objects
+    // cannot hold memory after they are gone: the oldest events go first.
+    std::size_t watch_history_bytes = 256 * 1024 * 1024;
     int threads = 2;  // network threads
     // Threads for the work that may block or take long: requests that wait on SQLite or
     // webhooks, and the pieces of large list bodies. Other requests are handled on the

@@ -229,6 +229,11 @@ std::string HttpResult::header(const std::string& name) const {
 }
 
 std::string raw_exchange(int port, const std::string& bytes, std::chrono::milliseconds timeout) {
+    return raw_session(port, bytes, timeout).answer;
+}
+
+RawSession raw_session(int port, const std::string& bytes, std::chrono::milliseconds timeout) {
+    RawSession session;
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -236,7 +241,7 @@ std::string raw_exchange(int port, const std::string& bytes, std::chrono::millis
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
         ::close(fd);
-        return "";
+        return session;
     }
     std::size_t sent = 0;
     while (sent < bytes.size()) {
@@ -244,7 +249,6 @@ std::string raw_exchange(int port, const std::string& bytes, std::chrono::millis
         if (n <= 0) break;
         sent += static_cast<std::size_t>(n);
     }
-    std::string answer;
     auto deadline = std::chrono::steady_clock::now() + timeout;
     char buffer[8192];
     for (;;) {
@@ -254,11 +258,14 @@ std::string raw_exchange(int port, const std::string& bytes, std::chrono::millis
         pollfd p{fd, POLLIN, 0};
         if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
         ssize_t got = ::recv(fd, buffer, sizeof buffer, 0);
-        if (got <= 0) break;
-        answer.append(buffer, static_cast<std::size_t>(got));
+        if (got <= 0) {
+            session.closed_by_server = true;
+            break;
+        }
+        session.answer.append(buffer, static_cast<std::size_t>(got));
     }
     ::close(fd);
-    return answer;
+    return session;
 }
 
 ServerOptions tls_options() {

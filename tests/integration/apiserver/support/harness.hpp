@@ -96,6 +96,13 @@ HttpResult curl_request(const std::string& base_url, const std::string& method,
 std::string raw_exchange(int port, const std::string& bytes,
                          std::chrono::milliseconds timeout = 5s);
 
+// The same, telling whether the server closed the connection (true) or the timeout passed.
+struct RawSession {
+    std::string answer;
+    bool closed_by_server = false;
+};
+RawSession raw_session(int port, const std::string& bytes, std::chrono::milliseconds timeout = 5s);
+
 // The server under test, started on 127.0.0.1:0 with a kubeconfig in its temp dir.
 class TestServer {
   public:

@@ -162,6 +162,31 @@ TEST(Watch, CompactedHistoryGivesExpiredError) {
     EXPECT_EQ(evs[0]["object"]["reason"], "Expired");
 }
 
+// Large objects leave the history by its size limit, not only by its count: deleted, they no
+// longer hold memory. Resuming from before them is then 410, as after a compaction.
+TEST(Watch, HistoryIsBoundedByTheSizeOfItsObjects) {
+    CoreOptions options;
+    options.history_bytes = 64 * 1024;
+    ApiCore core(options);
+    std::string rv = get(core, kCms).body["metadata"]["resourceVersion"];
+    for (int i = 0; i < 8; ++i) {
+        std::string name = "big" + std::to_string(i);
+        post(core, kCms, configmap(name, {{"blob", std::string(16 * 1024, 'x')}}));
+        del(core, kCms + "/" + name);
+    }
+    auto expired = watch(core, kCms, {{"resourceVersion", rv}});
+    ASSERT_TRUE(expired->wait_closed());
+    ASSERT_EQ(expired->events().size(), 1u);
+    EXPECT_EQ(expired->events()[0]["object"]["code"], 410);
+
+    // The newest events are still there to resume from.
+    std::string recent = get(core, kCms).body["metadata"]["resourceVersion"];
+    post(core, kCms, configmap("small"));
+    auto resumed = watch(core, kCms, {{"resourceVersion", recent}});
+    ASSERT_TRUE(resumed->wait_for_count(1));
+    EXPECT_EQ(resumed->events()[0]["object"]["metadata"]["name"], "small");
+}
+
 TEST(Watch, BookmarksArriveWhenAllowed) {
     CoreOptions opts;
     opts.bookmark_interval = 50ms;
@@ -188,7 +213,8 @@ TEST(Watch, DropWatchesClosesStreams) {
     EXPECT_TRUE(sink->closed());
 }
 
-TEST(Watch, StalledWatchesReceiveNothingButStayOpen) {
+// A stalled stream is a slow one: what happens meanwhile arrives late, in order, none lost.
+TEST(Watch, StalledWatchesReceiveNothingButStayOpenThenCatchUp) {
     ApiCore core({});
     auto sink = watch(core, kCms, {});
     core.stall_watches(true);
@@ -197,7 +223,25 @@ TEST(Watch, StalledWatchesReceiveNothingButStayOpen) {
     EXPECT_FALSE(sink->closed());
     core.stall_watches(false);
     post(core, kCms, configmap("b"));
-    EXPECT_TRUE(sink->wait_for_count(1));
+    ASSERT_TRUE(sink->wait_for_count(2));
+    auto evs = sink->events();
+    EXPECT_EQ(evs[0]["object"]["metadata"]["name"], "a");
+    EXPECT_EQ(evs[1]["object"]["metadata"]["name"], "b");
+}
+
+// Resuming after the held-back events left the history: 410, so that the client relists.
+TEST(Watch, StalledWatchesWhoseEventsLeftTheHistoryGetGone) {
+    ApiCore core({});
+    auto sink = watch(core, kCms, {});
+    core.stall_watches(true);
+    post(core, kCms, configmap("a"));
+    core.compact_history();
+    core.stall_watches(false);
+    ASSERT_TRUE(sink->wait_for_count(1));
+    auto evs = sink->events();
+    EXPECT_EQ(evs[0]["type"], "ERROR");
+    EXPECT_EQ(evs[0]["object"]["code"], 410);
+    EXPECT_TRUE(sink->closed());
 }
 
 TEST(Watch, SelectorTransitionsBecomeAddedAndDeleted) {
