@@ -68,8 +68,8 @@ json yaml_to_json(const std::string& text);               // throws std::runtime
 std::string media_type(const std::string& content_type);  // lower-case, without parameters
 // Body of a write: JSON or YAML per the Content-Type; throws ApiError 400/415.
 json decode_body(const std::string& body, const std::string& content_type);
-// Throws 400 if a JSON body nests deeper than kube-apiserver accepts (10,000 levels), before
-// anything recursive (parsing aside) sees it.
+// Throws 400 if a JSON body nests deeper than 2,000 levels, before anything recursive (parsing
+// aside) sees it.
 void check_body_depth(const std::string& body);
 // Kubernetes protobuf envelope ("k8s\0" + runtime.Unknown) of a few core kinds (protobuf.cpp).
 json decode_protobuf_body(const std::string& body);
