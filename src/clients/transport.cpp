@@ -358,7 +358,7 @@ struct Transport::Impl {
             tcp::resolver resolver(executor);
             auto results =
                 co_await resolver.async_resolve(endpoint.host, endpoint.port, use_awaitable);
-            connection->tcp().expires_after(to_steady(timeouts.connect));
+            connection->tcp().expires_after(to_steady(timeouts.connecting()));
             co_await connection->tcp().async_connect(results, use_awaitable);
             if (connection->tls) {
                 auto* handle = connection->tls->native_handle();

@@ -43,8 +43,9 @@ struct HttpResponse {
 };
 
 struct Timeouts {
-    Seconds connect{30.0};
+    std::optional<Seconds> connect{};  // none: the request timeout bounds the connecting too
     Seconds request{300.0};
+    Seconds connecting() const { return connect.value_or(request); }
 };
 
 // A stream went silent for longer than the inactivity timeout.

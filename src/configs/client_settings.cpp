@@ -23,6 +23,9 @@ clients::WatchSettings watch_settings(const OperatorSettings& settings) {
     if (settings.watching.client_timeout) {
         out.client_timeout = clients::Seconds(*settings.watching.client_timeout);
     }
+    if (settings.watching.connect_timeout) {
+        out.connect_timeout = clients::Seconds(*settings.watching.connect_timeout);
+    }
     out.reconnect_backoff = clients::Seconds(settings.watching.reconnect_backoff);
     out.inactivity_timeout = clients::Seconds(settings.watching.inactivity_timeout);
     return out;
