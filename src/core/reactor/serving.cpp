@@ -347,7 +347,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         }
         start_daemons();
         co_await observation.rescan();
-        observation.observe_namespaces();
+        observation.observe_namespaces(!settings.scanning.disabled);
         if (!settings.scanning.disabled) observation.start_crd_observer();
         auto wakeup = [weak = weak_from_this()] {
             if (auto self = weak.lock()) asio::post(self->io, [self] { self->drain_events(); });
