@@ -3,6 +3,7 @@
 // logins) that give the operator its credentials.
 #pragma once
 
+#include <atomic>
 #include <kopf/connection.hpp>
 #include <kopf/index.hpp>
 #include <optional>
@@ -37,11 +38,14 @@ class StartupError : public std::runtime_error {
 namespace kopf::engines {
 
 // Runs the activity handlers of one kind ("startup", "cleanup") in registration order, driving
-// the loop from the calling thread; a failure that is not retried or ignored throws
-// runtime::StartupError.
-void run_activity(boost::asio::io_context& io, loop::LoopExecutor& executor,
+// the loop from the calling thread, each retried as Kopf retries activities (errors, timeout,
+// retries, backoff); once all have had their turn, a failure throws runtime::StartupError with
+// the first one. False if `interrupt` was set during a pause between retries (the rest is
+// skipped then).
+bool run_activity(boost::asio::io_context& io, loop::LoopExecutor& executor,
                   const Registry& registry, const std::string& activity, OperatorSettings& settings,
-                  Memo& memo, const Indices& indices, const Client* client = nullptr);
+                  Memo& memo, const Indices& indices, const Client* client = nullptr,
+                  const std::atomic<bool>* interrupt = nullptr);
 
 // One round of the login handlers (or the built-in logins): the best credentials, if any.
 std::optional<ConnectionInfo> try_login(const Registry& registry, const RunOptions& options,

@@ -267,7 +267,11 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         }
     }
 
-    run_activity(io, executor, registry, "startup", settings, memo, indices);
+    if (!run_activity(io, executor, registry, "startup", settings, memo, indices, nullptr,
+                      &stopping)) {
+        log->info("Operator has stopped during its startup.");
+        return;
+    }
     executor.set_max_workers(pool_size(settings));  // as the startup handlers left it
     exit_guard.set_timeout(settings.process.ultimate_exiting_timeout);
     if (!(settings.networking.qps >= 0)) {
