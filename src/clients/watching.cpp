@@ -169,7 +169,12 @@ struct ApiClient::Watcher {
             auto streaming =
                 impl.transport.stream(*item.info, http, timeouts, settings.inactivity_timeout,
                                       deadline, feed, request.stop);
+            if (tracing_api()) spdlog::trace("API watch: {}", what);
             auto response = co_await std::move(streaming);
+            if (tracing_api()) {
+                spdlog::trace("API watch ended: {} -> {}{}{}", what, response.status,
+                              response.body.empty() ? "" : " ", excerpt(response.body));
+            }
             if (response.status == 401) {
                 impl.vault->invalidate(item);
                 throw_api_error(401, response.body, what, std::nullopt);
