@@ -83,7 +83,7 @@ ApiClient::Impl::Impl(asio::any_io_executor ex, std::shared_ptr<structs::Vault> 
       vault(std::move(v)),
       relogin(std::move(r)),
       settings(std::move(s)),
-      transport(ex, settings.pool_limit) {
+      transport(ex, settings.pool_limit, settings.trust_env) {
     tokens = static_cast<double>(burst());
 }
 

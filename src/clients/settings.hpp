@@ -29,6 +29,9 @@ struct ClientSettings {
     std::size_t burst = 0;  // 0 means max(1, qps)
     // ?fieldManager= on writes.
     std::string field_manager = "kopf";
+    // settings.networking.trust_env: connect through the proxy that the environment names
+    // (https_proxy / http_proxy / all_proxy, no_proxy; upper case too), tunnelled by CONNECT.
+    bool trust_env = false;
 };
 
 struct WatchSettings {

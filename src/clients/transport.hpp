@@ -56,7 +56,9 @@ class InactivityTimeout : public ConnectionError {
 
 class Transport {
   public:
-    Transport(boost::asio::any_io_executor executor, std::size_t pool_limit);
+    // `trust_env`: connect through the proxy named by the environment (see ClientSettings).
+    Transport(boost::asio::any_io_executor executor, std::size_t pool_limit,
+              bool trust_env = false);
     ~Transport();
     Transport(const Transport&) = delete;
     Transport& operator=(const Transport&) = delete;

@@ -11,6 +11,7 @@ clients::ClientSettings client_settings(const OperatorSettings& settings) {
     out.error_backoffs = settings.networking.error_backoffs;
     out.enforce_retry_after = settings.networking.enforce_retry_after;
     out.qps = settings.networking.qps;
+    out.trust_env = settings.networking.trust_env;
     out.burst = settings.networking.burst;
     return out;
 }

@@ -24,6 +24,13 @@ TEST(ClientSettings, NetworkingTimeoutsAreTakenForApiCalls) {
     EXPECT_EQ(client_settings(settings).request_timeout, Seconds(11));
 }
 
+TEST(ClientSettings, TrustEnvIsTakenForTheConnections) {
+    OperatorSettings settings;
+    EXPECT_FALSE(client_settings(settings).trust_env);
+    settings.networking.trust_env = true;
+    EXPECT_TRUE(client_settings(settings).trust_env);
+}
+
 TEST(ClientSettings, WatchingTimeoutsAreTakenForWatchStreams) {
     OperatorSettings settings;
     settings.watching.connect_timeout = 3;
