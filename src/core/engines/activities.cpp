@@ -34,9 +34,10 @@ struct ActivityOutcome {
 // (TEMPORARY by default, as in Kopf: retried after `backoff`, else
 // settings.execution.default_backoff); `timeout` and `retries` end the retries, looking ahead
 // at the next attempt's time and count.
-ActivityOutcome attempt_activity(asio::io_context& io, loop::LoopExecutor& executor,
-                                 const ActivityHandler& handler, ActivityContext& ctx,
-                                 const OperatorSettings& settings, runtime::NamedLogger& log) {
+// `invoke` calls the handler once.
+ActivityOutcome attempt_activity(const ActivityHandler& handler, ActivityContext& ctx,
+                                 const OperatorSettings& settings, runtime::NamedLogger& log,
+                                 const std::function<void()>& invoke) {
     const auto& options = handler.options;
     const double runtime = std::chrono::duration<double>(ctx.runtime).count();
     const auto fail = [&log](std::string message) {
@@ -55,7 +56,7 @@ ActivityOutcome attempt_activity(asio::io_context& io, loop::LoopExecutor& execu
     };
     const bool would_exceed_retries = options.retries && ctx.retry + 1 >= *options.retries;
     try {
-        loop::run_to_completion(io, executor, handler.fn(ctx));
+        invoke();
         log.info(fmt::format("Activity '{}' succeeded.", handler.id));
         return {};
     } catch (const TemporaryError& error) {
@@ -146,8 +147,8 @@ bool run_activity(asio::io_context& io, loop::LoopExecutor& executor, const Regi
                                 handler.options.param,
                                 client,
                                 indices};
-            const ActivityOutcome outcome =
-                attempt_activity(io, executor, handler, ctx, settings, log);
+            const auto invoke = [&] { loop::run_to_completion(io, executor, handler.fn(ctx)); };
+            const ActivityOutcome outcome = attempt_activity(handler, ctx, settings, log, invoke);
             if (outcome.final) {
                 if (outcome.failure && !first_failure) first_failure = outcome.failure;
                 break;
@@ -164,28 +165,58 @@ bool run_activity(asio::io_context& io, loop::LoopExecutor& executor, const Regi
     return true;
 }
 
+LoginPause pause_thread_unless(const std::atomic<bool>& stopping) {
+    return [&stopping](double seconds) {
+        const auto until = std::chrono::steady_clock::now() +
+                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(std::max(0.0, seconds)));
+        while (!stopping && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        return !stopping;
+    };
+}
+
 // Login: the registered login handlers, else Kopf's built-ins (in-cluster, then kubeconfig).
 // Returns nothing when no credentials could be found.
 std::optional<ConnectionInfo> try_login(const Registry& registry, const RunOptions& options,
-                                        OperatorSettings& settings, Memo& memo) {
+                                        OperatorSettings& settings, Memo& memo,
+                                        const LoginPause& pause) {
     runtime::NamedLogger log("kopf.activities.authentication");
     std::optional<ConnectionInfo> best;
+    std::optional<std::string> first_failure;
     bool any_login_handler = false;
     for (const auto& handler : registry.activities) {
         if (handler.activity != "login" || !handler.login) continue;
         any_login_handler = true;
-        ActivityContext ctx{settings, memo,
-                            log,      "login",
-                            0,        std::chrono::system_clock::now(),
-                            {},       handler.options.param};
-        try {
-            if (auto info = handler.login(ctx);
-                info && (!best || info->priority > best->priority)) {
+        const auto started = std::chrono::system_clock::now();
+        for (int retry = 0;; ++retry) {
+            ActivityContext ctx{settings,
+                                memo,
+                                log,
+                                "login",
+                                retry,
+                                started,
+                                std::chrono::system_clock::now() - started,
+                                handler.options.param};
+            std::shared_ptr<ConnectionInfo> info;
+            const auto invoke = [&] { info = handler.login(ctx); };
+            const ActivityOutcome outcome = attempt_activity(handler, ctx, settings, log, invoke);
+            if (!outcome.final) {
+                if (!pause(outcome.delay)) return std::nullopt;
+                continue;
+            }
+            if (outcome.failure) {
+                if (!first_failure) first_failure = outcome.failure;
+            } else if (info && (!best || info->priority > best->priority)) {
                 best = *info;
             }
-        } catch (const std::exception& error) {
-            log.error(fmt::format("Login handler '{}' failed: {}", handler.id, error.what()));
+            break;
         }
+    }
+    // As Kopf: the login handlers must all succeed (returning nothing is a success).
+    if (first_failure) {
+        throw runtime::StartupError(
+            fmt::format("The login activity has failed: {}", *first_failure));
     }
     if (!any_login_handler) {
         if (auto info = kopf::login_with_service_account()) best = std::move(info);
@@ -201,11 +232,17 @@ std::optional<ConnectionInfo> try_login(const Registry& registry, const RunOptio
     return best;
 }
 
-ConnectionInfo login(const Registry& registry, const RunOptions& options,
-                     OperatorSettings& settings, Memo& memo) {
+std::optional<ConnectionInfo> login(const Registry& registry, const RunOptions& options,
+                                    OperatorSettings& settings, Memo& memo, asio::io_context& io,
+                                    const std::atomic<bool>& stopping) {
     runtime::NamedLogger log("kopf.activities.authentication");
     log.info("Initial authentication has been initiated.");
-    std::optional<ConnectionInfo> best = try_login(registry, options, settings, memo);
+    const LoginPause pause = [&io, &stopping](double seconds) {
+        sleep_unless(io, seconds, &stopping);
+        return !stopping;
+    };
+    std::optional<ConnectionInfo> best = try_login(registry, options, settings, memo, pause);
+    if (stopping) return std::nullopt;
     if (!best) {
         throw runtime::StartupError(
             "Ran out of valid credentials: no kubeconfig was found ($KUBECONFIG or "

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <kopf/connection.hpp>
 #include <kopf/index.hpp>
 #include <optional>
@@ -47,12 +48,24 @@ bool run_activity(boost::asio::io_context& io, loop::LoopExecutor& executor,
                   Memo& memo, const Indices& indices, const Client* client = nullptr,
                   const std::atomic<bool>* interrupt = nullptr);
 
-// One round of the login handlers (or the built-in logins): the best credentials, if any.
-std::optional<ConnectionInfo> try_login(const Registry& registry, const RunOptions& options,
-                                        OperatorSettings& settings, Memo& memo);
+// A pause between two attempts of a login handler; false when the operator is stopping.
+using LoginPause = std::function<bool(double seconds)>;
 
-// The initial login: credentials, or runtime::StartupError saying where they were looked for.
-ConnectionInfo login(const Registry& registry, const RunOptions& options,
-                     OperatorSettings& settings, Memo& memo);
+// A re-login's pause, on its own thread (not the loop's), cut short by `stopping`.
+LoginPause pause_thread_unless(const std::atomic<bool>& stopping);
+
+// One round of the login handlers (or the built-in logins): the best credentials, if any. The
+// handlers are retried as activities are (errors, timeout, retries, backoff), pausing with
+// `pause` (nothing if it says the operator is stopping); one that fails for good throws
+// runtime::StartupError, as Kopf's login activity fails.
+std::optional<ConnectionInfo> try_login(const Registry& registry, const RunOptions& options,
+                                        OperatorSettings& settings, Memo& memo,
+                                        const LoginPause& pause);
+
+// The initial login, pausing on the loop: credentials, or runtime::StartupError saying where
+// they were looked for; nothing if `stopping` was set meanwhile.
+std::optional<ConnectionInfo> login(const Registry& registry, const RunOptions& options,
+                                    OperatorSettings& settings, Memo& memo,
+                                    boost::asio::io_context& io, const std::atomic<bool>& stopping);
 
 }  // namespace kopf::engines

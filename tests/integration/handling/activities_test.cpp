@@ -1,7 +1,8 @@
-// Startup handlers retried as Kopf retries activities: arbitrary exceptions are TEMPORARY by
-// default and retried after the handler's backoff; `timeout`, `retries` and `errors` end the
-// retries; a stop during a pause between retries ends the operator.
+// Startup and login handlers retried as Kopf retries activities: arbitrary exceptions are
+// TEMPORARY by default and retried after the handler's backoff; `timeout`, `retries` and
+// `errors` end the retries; a stop during a pause between retries ends the operator.
 #include <atomic>
+#include <kopf/connection.hpp>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -133,6 +134,35 @@ TEST_F(Activities, AStopDuringThePauseBetweenRetriesEndsTheOperator) {
     thread.join();  // not after an hour
     EXPECT_EQ(failure, "");
     EXPECT_EQ(attempts->load(), 1);
+}
+
+TEST_F(Activities, LoginHandlersAreRetriedAsActivitiesAre) {
+    Registry registry;
+    auto attempts = std::make_shared<std::atomic<int>>(0);
+    on::login login(registry, {.id = "flaky_login", .backoff = 0.05},
+                    [attempts](ActivityContext&) -> std::optional<ConnectionInfo> {
+                        if (++*attempts < 3) throw std::runtime_error("the token is not there yet");
+                        return login_with_kubeconfig();
+                    });
+    auto calls = std::make_shared<Calls>();
+    on::create fn(registry, "kopfexamples", {.id = "create_fn"},
+                  [calls](Context& ctx) { calls->add(ctx.name); });
+    auto operator_ = start_operator(registry);
+    EXPECT_EQ(attempts->load(), 3);
+    create(example("kex-after-flaky-login", {}));
+    EXPECT_TRUE(eventually([&] { return calls->count("kex-after-flaky-login") == 1; }));
+    EXPECT_EQ(operator_->stop(), "");
+}
+
+TEST_F(Activities, ALoginHandlerThatFailsForGoodFailsTheStartNamingIt) {
+    Registry registry;
+    on::login login(registry, {.id = "broken_login", .errors = PERMANENT},
+                    [](ActivityContext&) -> std::optional<ConnectionInfo> {
+                        throw std::runtime_error("no such secret");
+                    });
+    const std::string failure = run_until_it_fails(registry);
+    EXPECT_NE(failure.find("broken_login"), std::string::npos) << failure;
+    EXPECT_NE(failure.find("no such secret"), std::string::npos) << failure;
 }
 
 }  // namespace
