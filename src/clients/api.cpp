@@ -57,6 +57,16 @@ json parse_body(const std::string& body, const std::string& what) {
 
 }  // namespace
 
+bool tracing_api() {
+    return spdlog::default_logger_raw()->should_log(spdlog::level::trace);
+}
+
+std::string excerpt(std::string_view body) {
+    constexpr std::size_t kShown = 2000;
+    if (body.size() <= kShown) return std::string(body);
+    return fmt::format("{}... ({} bytes)", body.substr(0, kShown), body.size());
+}
+
 std::map<std::string, ConnectionInfo> default_login() {
     std::map<std::string, ConnectionInfo> result;
     if (auto info = login_with_service_account()) {
@@ -73,7 +83,7 @@ ApiClient::Impl::Impl(asio::any_io_executor ex, std::shared_ptr<structs::Vault> 
       vault(std::move(v)),
       relogin(std::move(r)),
       settings(std::move(s)),
-      transport(ex, settings.pool_limit) {
+      transport(ex, settings.pool_limit, settings.trust_env) {
     tokens = static_cast<double>(burst());
 }
 
@@ -172,10 +182,23 @@ Awaitable<HttpResponse> ApiClient::Impl::send(HttpRequest request) {
         }
         std::optional<HttpResponse> response;
         std::string failure;
+        const bool tracing = tracing_api();
+        if (tracing) {
+            spdlog::trace("API request: {}{}{}", what(), request.body.empty() ? "" : " ",
+                          excerpt(request.body));
+        }
         try {
             response = co_await transport.request(*item.info, request, timeouts());
         } catch (const ConnectionError& e) {
             failure = e.what();
+        }
+        if (tracing) {
+            if (response) {
+                spdlog::trace("API response: {} -> {}{}{}", what(), response->status,
+                              response->body.empty() ? "" : " ", excerpt(response->body));
+            } else {
+                spdlog::trace("API request failed: {}: {}", what(), failure);
+            }
         }
         std::optional<double> pause;
         if (!response) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,11 @@ namespace kopf::clients {
 
 // The server's retryAfterSeconds from a Status body, if it names one.
 std::optional<double> retry_after_from_body(const std::string& body);
+
+// -d/--debug: the API traffic is logged at spdlog's trace level (Kopf's DEBUG); these say
+// whether it is, and cut bodies to a readable length.
+bool tracing_api();
+std::string excerpt(std::string_view body);
 
 struct ApiClient::Impl {
     boost::asio::any_io_executor executor;

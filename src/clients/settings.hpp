@@ -13,9 +13,10 @@ namespace kopf::clients {
 using Seconds = std::chrono::duration<double>;
 
 struct ClientSettings {
-    // settings.networking.request_timeout / connect_timeout (Kopf: 5 min / none).
+    // settings.networking.request_timeout / connect_timeout (Kopf: 5 min / none). Without a
+    // connect timeout, a new connection (TCP and TLS) is bounded by the request timeout only.
     Seconds request_timeout{300.0};
-    Seconds connect_timeout{30.0};
+    std::optional<Seconds> connect_timeout{};
     // settings.networking.error_backoffs: the pauses between retries of connection errors,
     // 5xx, 403 and 429; after the last one the error escalates. Each request starts anew.
     std::vector<double> error_backoffs{1, 1, 2, 3, 5, 8, 13, 21};
@@ -28,6 +29,9 @@ struct ClientSettings {
     std::size_t burst = 0;  // 0 means max(1, qps)
     // ?fieldManager= on writes.
     std::string field_manager = "kopf";
+    // settings.networking.trust_env: connect through the proxy that the environment names
+    // (https_proxy / http_proxy / all_proxy, no_proxy; upper case too), tunnelled by CONNECT.
+    bool trust_env = false;
 };
 
 struct WatchSettings {
@@ -35,6 +39,9 @@ struct WatchSettings {
     std::optional<Seconds> server_timeout{};
     // The client closes the stream after this long (reconnecting); none by default.
     std::optional<Seconds> client_timeout{};
+    // settings.watching.connect_timeout: for the stream's connection; none: the client's
+    // connect timeout, else its request timeout (as Kopf).
+    std::optional<Seconds> connect_timeout{};
     // Pause before reconnecting after a stream ended with an error.
     Seconds reconnect_backoff{0.1};
     // No event or bookmark for this long means a hung stream: reconnect.

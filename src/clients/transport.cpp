@@ -17,10 +17,14 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <boost/url/parse.hpp>
+#include <cctype>
+#include <cstdlib>
 #include <deque>
 #include <exception>
 #include <map>
 #include <tuple>
+
+#include "clients/auth.hpp"
 
 namespace kopf::clients {
 
@@ -68,6 +72,46 @@ Endpoint parse_server(const std::string& server) {
     endpoint.prefix = std::string(parsed->encoded_path());
     while (!endpoint.prefix.empty() && endpoint.prefix.back() == '/') endpoint.prefix.pop_back();
     return endpoint;
+}
+
+// A proxy from the environment (trust_env), as Python's urllib reads it: the lower-case
+// variable first, then the upper-case one; "<scheme>_proxy", else "all_proxy".
+std::optional<std::string> proxy_variable(const std::string& name) {
+    std::string lower = name, upper = name;
+    std::transform(upper.begin(), upper.end(), upper.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    for (const auto& variable : {lower, upper}) {
+        if (const char* value = std::getenv(variable.c_str()); value && *value) return value;
+    }
+    return std::nullopt;
+}
+
+// no_proxy: comma-separated hosts ("*" for all), each matching the host itself or its
+// subdomains (a leading dot is optional), with an optional ":port".
+bool bypasses_proxy(const std::string& host, const std::string& port) {
+    const auto list = proxy_variable("no_proxy");
+    if (!list) return false;
+    std::string_view rest = *list;
+    while (!rest.empty()) {
+        const auto comma = rest.find(',');
+        std::string_view entry = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
+        while (!entry.empty() && entry.back() == ' ') entry.remove_suffix(1);
+        if (entry == "*") return true;
+        if (const auto colon = entry.rfind(':');
+            colon != std::string_view::npos && entry.find(':') == colon) {
+            if (entry.substr(colon + 1) != port) continue;
+            entry = entry.substr(0, colon);
+        }
+        if (!entry.empty() && entry.front() == '.') entry.remove_prefix(1);
+        if (entry.empty()) continue;
+        const std::string_view name = host;
+        if (name == entry || (name.size() > entry.size() && name.ends_with(entry) &&
+                              name[name.size() - entry.size() - 1] == '.'))
+            return true;
+    }
+    return false;
 }
 
 bool is_ip_address(const std::string& host) {
@@ -304,16 +348,46 @@ auto to_steady(Duration duration) {
 
 }  // namespace
 
+// The proxy a connection is tunnelled through (trust_env), and its credentials if its URL has
+// them ("http://user:password@proxy:3128").
+struct Proxy {
+    std::string url;  // as the environment names it, for messages (without the credentials)
+    Endpoint endpoint;
+    std::string authorization;  // the Proxy-Authorization header's value, or empty
+};
+
+std::optional<Proxy> proxy_for(const Endpoint& target) {
+    auto url = proxy_variable(target.tls ? "https_proxy" : "http_proxy");
+    if (!url) url = proxy_variable("all_proxy");
+    if (!url || bypasses_proxy(target.host, target.port)) return std::nullopt;
+    if (url->find("://") == std::string::npos) *url = "http://" + *url;
+    auto parsed = boost::urls::parse_uri(*url);
+    if (!parsed || parsed->scheme() != "http") {
+        throw ConnectionError(fmt::format(
+            "The proxy '{}' from the environment is not an http:// URL (trust_env)", *url));
+    }
+    Proxy proxy;
+    proxy.endpoint = parse_server(*url);
+    if (parsed->has_userinfo()) {
+        proxy.authorization = "Basic " + base64_encode(std::string(parsed->user()) + ":" +
+                                                       std::string(parsed->password()));
+    }
+    proxy.url = fmt::format("http://{}:{}", proxy.endpoint.host, proxy.endpoint.port);
+    return proxy;
+}
+
 // What a request needs from its credentials, worked out once per distinct credentials.
 struct Destination {
     ConnectionInfo credentials;  // compared by identity_fields() only
     Endpoint endpoint;
-    std::string key;  // identity_of(): the pool and TLS context key
+    std::string key;             // identity_of(): the pool and TLS context key
+    std::optional<Proxy> proxy;  // with trust_env, if the environment names one for it
 };
 
 struct Transport::Impl {
     asio::any_io_executor executor;
     std::size_t pool_limit;
+    bool trust_env = false;
     std::map<std::string, std::shared_ptr<ssl::context>> contexts;
     std::map<std::string, Pool> pools;
     // Parsing the URL and building the key (with the CA and key data in it) on every request
@@ -323,8 +397,11 @@ struct Transport::Impl {
     std::shared_ptr<const Destination> destination_of(const ConnectionInfo& credentials) {
         if (!last_destination ||
             identity_fields(last_destination->credentials) != identity_fields(credentials)) {
+            Endpoint endpoint = parse_server(credentials.server);
+            std::optional<Proxy> proxy;
+            if (trust_env) proxy = proxy_for(endpoint);
             last_destination = std::make_shared<Destination>(Destination{
-                credentials, parse_server(credentials.server), identity_of(credentials)});
+                credentials, std::move(endpoint), identity_of(credentials), std::move(proxy)});
         }
         return last_destination;
     }
@@ -336,10 +413,37 @@ struct Transport::Impl {
         return context;
     }
 
-    asio::awaitable<std::shared_ptr<Connection>> connect(const Endpoint& endpoint,
+    // Asks the proxy for a tunnel to `target` on the connection (CONNECT), before TLS if any.
+    static asio::awaitable<void> tunnel(Connection& connection, const Proxy& proxy,
+                                        const Endpoint& target) {
+        const std::string host =
+            target.host.find(':') != std::string::npos ? "[" + target.host + "]" : target.host;
+        const std::string authority = host + ":" + target.port;
+        std::string request = "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority +
+                              "\r\nUser-Agent: " + user_agent() + "\r\n";
+        if (!proxy.authorization.empty())
+            request += "Proxy-Authorization: " + proxy.authorization + "\r\n";
+        request += "\r\n";
+        co_await asio::async_write(connection.tcp(), asio::buffer(request), use_awaitable);
+        http::response_parser<http::empty_body> parser;
+        parser.skip(true);  // the answer to a CONNECT has no body
+        beast::flat_buffer buffer;
+        co_await http::async_read_header(connection.tcp(), buffer, parser, use_awaitable);
+        const unsigned status = parser.get().result_int();
+        if (status < 200 || status >= 300) {
+            throw ConnectionError(fmt::format("The proxy {} refused the tunnel to {}: HTTP {} {}",
+                                              proxy.url, authority, status,
+                                              std::string(parser.get().reason())));
+        }
+    }
+
+    asio::awaitable<std::shared_ptr<Connection>> connect(const Destination& destination,
                                                          const ConnectionInfo& credentials,
-                                                         const std::string& key, Timeouts timeouts,
-                                                         StopSignal* stop) {
+                                                         Timeouts timeouts, StopSignal* stop) {
+        const Endpoint& endpoint = destination.endpoint;
+        const std::string& key = destination.key;
+        // With a proxy, the TCP connection goes to it, and a tunnel through it to the server.
+        const Endpoint& dialled = destination.proxy ? destination.proxy->endpoint : endpoint;
         auto connection = std::make_shared<Connection>(executor);
         connection->buffer.reserve(kRequestReadBuffer);
         if (endpoint.tls) {
@@ -357,9 +461,10 @@ struct Transport::Impl {
         try {
             tcp::resolver resolver(executor);
             auto results =
-                co_await resolver.async_resolve(endpoint.host, endpoint.port, use_awaitable);
-            connection->tcp().expires_after(to_steady(timeouts.connect));
+                co_await resolver.async_resolve(dialled.host, dialled.port, use_awaitable);
+            connection->tcp().expires_after(to_steady(timeouts.connecting()));
             co_await connection->tcp().async_connect(results, use_awaitable);
+            if (destination.proxy) co_await tunnel(*connection, *destination.proxy, endpoint);
             if (connection->tls) {
                 auto* handle = connection->tls->native_handle();
                 if (!is_ip_address(endpoint.host)) {
@@ -375,8 +480,9 @@ struct Transport::Impl {
         } catch (const boost::system::system_error& e) {
             std::string reason =
                 e.code() == beast::error::timeout ? "connect timeout" : e.code().message();
-            throw ConnectionError(
-                fmt::format("Cannot connect to {}:{}: {}", endpoint.host, endpoint.port, reason));
+            throw ConnectionError(fmt::format(
+                "Cannot connect to {}:{}{}: {}", endpoint.host, endpoint.port,
+                destination.proxy ? " through the proxy " + destination.proxy->url : "", reason));
         }
         co_return connection;
     }
@@ -422,8 +528,8 @@ struct Transport::Impl {
     }
 };
 
-Transport::Transport(asio::any_io_executor executor, std::size_t pool_limit)
-    : impl_(std::make_unique<Impl>(Impl{std::move(executor), pool_limit, {}, {}, {}})) {}
+Transport::Transport(asio::any_io_executor executor, std::size_t pool_limit, bool trust_env)
+    : impl_(std::make_unique<Impl>(Impl{std::move(executor), pool_limit, trust_env, {}, {}, {}})) {}
 
 Transport::~Transport() = default;
 
@@ -456,7 +562,7 @@ asio::awaitable<HttpResponse> Transport::request(const ConnectionInfo& credentia
                 connection = std::move(pool.idle.front());
                 pool.idle.pop_front();
             } else {
-                connection = co_await impl_->connect(endpoint, credentials, key, timeouts, nullptr);
+                connection = co_await impl_->connect(*destination, credentials, timeouts, nullptr);
             }
             connection->expire_at(std::chrono::steady_clock::now() + to_steady(timeouts.request));
             try {
@@ -499,7 +605,7 @@ asio::awaitable<HttpResponse> Transport::stream(
     if (stop && stop->stopped()) co_return response;
     std::shared_ptr<Connection> connection;
     try {
-        connection = co_await impl_->connect(endpoint, credentials, key, timeouts, stop);
+        connection = co_await impl_->connect(*destination, credentials, timeouts, stop);
     } catch (const ConnectionError&) {
         if (stop && stop->stopped()) co_return response;
         throw;

@@ -43,8 +43,9 @@ struct HttpResponse {
 };
 
 struct Timeouts {
-    Seconds connect{30.0};
+    std::optional<Seconds> connect{};  // none: the request timeout bounds the connecting too
     Seconds request{300.0};
+    Seconds connecting() const { return connect.value_or(request); }
 };
 
 // A stream went silent for longer than the inactivity timeout.
@@ -55,7 +56,9 @@ class InactivityTimeout : public ConnectionError {
 
 class Transport {
   public:
-    Transport(boost::asio::any_io_executor executor, std::size_t pool_limit);
+    // `trust_env`: connect through the proxy named by the environment (see ClientSettings).
+    Transport(boost::asio::any_io_executor executor, std::size_t pool_limit,
+              bool trust_env = false);
     ~Transport();
     Transport(const Transport&) = delete;
     Transport& operator=(const Transport&) = delete;

@@ -164,10 +164,17 @@ struct ApiClient::Watcher {
                 read_line(line, what);
             };
             auto feed = [&](std::string_view chunk) { lines.feed(chunk, on_line); };
+            Timeouts timeouts = impl.timeouts();
+            if (settings.connect_timeout) timeouts.connect = settings.connect_timeout;
             auto streaming =
-                impl.transport.stream(*item.info, http, impl.timeouts(),
-                                      settings.inactivity_timeout, deadline, feed, request.stop);
+                impl.transport.stream(*item.info, http, timeouts, settings.inactivity_timeout,
+                                      deadline, feed, request.stop);
+            if (tracing_api()) spdlog::trace("API watch: {}", what);
             auto response = co_await std::move(streaming);
+            if (tracing_api()) {
+                spdlog::trace("API watch ended: {} -> {}{}{}", what, response.status,
+                              response.body.empty() ? "" : " ", excerpt(response.body));
+            }
             if (response.status == 401) {
                 impl.vault->invalidate(item);
                 throw_api_error(401, response.body, what, std::nullopt);

@@ -11,6 +11,7 @@ clients::ClientSettings client_settings(const OperatorSettings& settings) {
     out.error_backoffs = settings.networking.error_backoffs;
     out.enforce_retry_after = settings.networking.enforce_retry_after;
     out.qps = settings.networking.qps;
+    out.trust_env = settings.networking.trust_env;
     out.burst = settings.networking.burst;
     return out;
 }
@@ -22,6 +23,9 @@ clients::WatchSettings watch_settings(const OperatorSettings& settings) {
     }
     if (settings.watching.client_timeout) {
         out.client_timeout = clients::Seconds(*settings.watching.client_timeout);
+    }
+    if (settings.watching.connect_timeout) {
+        out.connect_timeout = clients::Seconds(*settings.watching.connect_timeout);
     }
     out.reconnect_backoff = clients::Seconds(settings.watching.reconnect_backoff);
     out.inactivity_timeout = clients::Seconds(settings.watching.inactivity_timeout);

@@ -2,12 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <kopf/errors.hpp>
 #include <kopf/registry.hpp>
 #include <kopf/run.hpp>
 #include <kopf/settings.hpp>
+#include <optional>
 
 #include "core/actions/logging.hpp"
 #include "loop/loop_executor.hpp"
@@ -16,12 +20,119 @@ namespace asio = boost::asio;
 
 namespace kopf::engines {
 
-// Runs the activity handlers of one kind (startup, cleanup) in registration order, with
-// TemporaryError retried after its delay; other failures end the activity with an error.
-void run_activity(asio::io_context& io, loop::LoopExecutor& executor, const Registry& registry,
+namespace {
+
+// How one handler's activity ended.
+struct ActivityOutcome {
+    bool final = true;
+    std::optional<std::string> failure;  // why it failed for good, if it did
+    double delay = 0;                    // before the next attempt, if not final
+};
+
+// One attempt of one activity handler, judged as Kopf's execution judges it: TemporaryError is
+// retried after its delay, PermanentError is final, other exceptions follow `errors`
+// (TEMPORARY by default, as in Kopf: retried after `backoff`, else
+// settings.execution.default_backoff); `timeout` and `retries` end the retries, looking ahead
+// at the next attempt's time and count.
+// `invoke` calls the handler once.
+ActivityOutcome attempt_activity(const ActivityHandler& handler, ActivityContext& ctx,
+                                 const OperatorSettings& settings, runtime::NamedLogger& log,
+                                 const std::function<void()>& invoke) {
+    const auto& options = handler.options;
+    const double runtime = std::chrono::duration<double>(ctx.runtime).count();
+    const auto fail = [&log](std::string message) {
+        log.error(message);
+        return ActivityOutcome{true, std::move(message), 0};
+    };
+    if (options.timeout && runtime >= *options.timeout) {
+        return fail(fmt::format("Activity '{}' has timed out after {}s.", handler.id, runtime));
+    }
+    if (options.retries && ctx.retry >= *options.retries) {
+        return fail(
+            fmt::format("Activity '{}' has exceeded {} retries.", handler.id, *options.retries));
+    }
+    const auto would_time_out = [&](double delay) {
+        return options.timeout && runtime + delay >= *options.timeout;
+    };
+    const bool would_exceed_retries = options.retries && ctx.retry + 1 >= *options.retries;
+    try {
+        invoke();
+        log.info(fmt::format("Activity '{}' succeeded.", handler.id));
+        return {};
+    } catch (const TemporaryError& error) {
+        if (would_time_out(error.delay)) {
+            return fail(
+                fmt::format("Activity '{}' failed temporarily but will time out after {}s: {}",
+                            handler.id, *options.timeout, error.what()));
+        }
+        if (would_exceed_retries) {
+            return fail(
+                fmt::format("Activity '{}' failed temporarily but will exceed {} retries: {}",
+                            handler.id, *options.retries, error.what()));
+        }
+        log.error(fmt::format("Activity '{}' failed temporarily: {}. Will retry in {}s.",
+                              handler.id, error.what(), error.delay));
+        return {false, std::nullopt, error.delay};
+    } catch (const PermanentError& error) {
+        return fail(fmt::format("Activity '{}' failed permanently: {}", handler.id, error.what()));
+    } catch (const std::exception& error) {
+        const ErrorsMode mode = options.errors.value_or(ErrorsMode::TEMPORARY);
+        const double backoff = options.backoff.value_or(settings.execution.default_backoff);
+        switch (mode) {
+            case ErrorsMode::IGNORED:
+                log.error(fmt::format("Activity '{}' failed with an exception. Will ignore. {}",
+                                      handler.id, error.what()));
+                return {};
+            case ErrorsMode::PERMANENT:
+                return fail(
+                    fmt::format("Activity '{}' failed with an exception and will stop now: {}",
+                                handler.id, error.what()));
+            case ErrorsMode::TEMPORARY:
+                break;
+        }
+        if (would_time_out(backoff)) {
+            return fail(
+                fmt::format("Activity '{}' failed with an exception and will stop now (it would "
+                            "time out in {}s on the next attempt): {}",
+                            handler.id, *options.timeout, error.what()));
+        }
+        if (would_exceed_retries) {
+            return fail(
+                fmt::format("Activity '{}' failed with an exception and will stop now (it would "
+                            "exceed {} retries on the next attempt): {}",
+                            handler.id, *options.retries, error.what()));
+        }
+        log.error(
+            fmt::format("Activity '{}' failed with an exception and will try again in {}s: {}",
+                        handler.id, backoff, error.what()));
+        return {false, std::nullopt, backoff};
+    }
+}
+
+// Sleeps on the loop for `seconds`, or until `interrupt` is set (by a stop that the loop runs).
+void sleep_unless(asio::io_context& io, double seconds, const std::atomic<bool>* interrupt) {
+    asio::steady_timer timer(io, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                     std::chrono::duration<double>(std::max(0.0, seconds))));
+    bool fired = false;
+    timer.async_wait([&](const boost::system::error_code&) { fired = true; });
+    while (!fired) {
+        if (interrupt && *interrupt) {
+            timer.cancel();
+            interrupt = nullptr;  // let the cancelled wait complete
+        }
+        io.restart();
+        io.run_one();
+    }
+}
+
+}  // namespace
+
+bool run_activity(asio::io_context& io, loop::LoopExecutor& executor, const Registry& registry,
                   const std::string& activity, OperatorSettings& settings, Memo& memo,
-                  const Indices& indices, const Client* client) {
+                  const Indices& indices, const Client* client,
+                  const std::atomic<bool>* interrupt) {
     runtime::NamedLogger log("kopf.activities." + activity);
+    std::optional<std::string> first_failure;
     for (const auto& handler : registry.activities) {
         if (handler.activity != activity || !handler.fn) continue;
         const auto started = std::chrono::system_clock::now();
@@ -36,56 +147,76 @@ void run_activity(asio::io_context& io, loop::LoopExecutor& executor, const Regi
                                 handler.options.param,
                                 client,
                                 indices};
-            try {
-                loop::run_to_completion(io, executor, handler.fn(ctx));
-                log.info(fmt::format("Activity '{}' succeeded.", handler.id));
+            const auto invoke = [&] { loop::run_to_completion(io, executor, handler.fn(ctx)); };
+            const ActivityOutcome outcome = attempt_activity(handler, ctx, settings, log, invoke);
+            if (outcome.final) {
+                if (outcome.failure && !first_failure) first_failure = outcome.failure;
                 break;
-            } catch (const TemporaryError& error) {
-                const bool exhausted =
-                    handler.options.retries && retry + 1 >= *handler.options.retries;
-                if (exhausted) {
-                    throw runtime::StartupError(fmt::format(
-                        "Activity '{}' ({}) failed permanently: {} (retries exhausted).",
-                        handler.id, activity, error.what()));
-                }
-                log.error(fmt::format("Activity '{}' failed temporarily: {}. Will retry in {}s.",
-                                      handler.id, error.what(), error.delay));
-                loop::sleep_on_loop(io, error.delay);
-            } catch (const std::exception& error) {
-                if (handler.options.errors == ErrorsMode::IGNORED) {
-                    log.error(fmt::format("Activity '{}' failed with an exception. Will ignore. {}",
-                                          handler.id, error.what()));
-                    break;
-                }
-                throw runtime::StartupError(fmt::format("Activity '{}' ({}) failed: {}", handler.id,
-                                                        activity, error.what()));
             }
+            sleep_unless(io, outcome.delay, interrupt);
+            if (interrupt && *interrupt) return false;
         }
     }
+    // As Kopf: every handler has its turn; the first failure is the one reported.
+    if (first_failure) {
+        throw runtime::StartupError(
+            fmt::format("The {} activity has failed: {}", activity, *first_failure));
+    }
+    return true;
+}
+
+LoginPause pause_thread_unless(const std::atomic<bool>& stopping) {
+    return [&stopping](double seconds) {
+        const auto until = std::chrono::steady_clock::now() +
+                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(std::max(0.0, seconds)));
+        while (!stopping && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        return !stopping;
+    };
 }
 
 // Login: the registered login handlers, else Kopf's built-ins (in-cluster, then kubeconfig).
 // Returns nothing when no credentials could be found.
 std::optional<ConnectionInfo> try_login(const Registry& registry, const RunOptions& options,
-                                        OperatorSettings& settings, Memo& memo) {
+                                        OperatorSettings& settings, Memo& memo,
+                                        const LoginPause& pause) {
     runtime::NamedLogger log("kopf.activities.authentication");
     std::optional<ConnectionInfo> best;
+    std::optional<std::string> first_failure;
     bool any_login_handler = false;
     for (const auto& handler : registry.activities) {
         if (handler.activity != "login" || !handler.login) continue;
         any_login_handler = true;
-        ActivityContext ctx{settings, memo,
-                            log,      "login",
-                            0,        std::chrono::system_clock::now(),
-                            {},       handler.options.param};
-        try {
-            if (auto info = handler.login(ctx);
-                info && (!best || info->priority > best->priority)) {
+        const auto started = std::chrono::system_clock::now();
+        for (int retry = 0;; ++retry) {
+            ActivityContext ctx{settings,
+                                memo,
+                                log,
+                                "login",
+                                retry,
+                                started,
+                                std::chrono::system_clock::now() - started,
+                                handler.options.param};
+            std::shared_ptr<ConnectionInfo> info;
+            const auto invoke = [&] { info = handler.login(ctx); };
+            const ActivityOutcome outcome = attempt_activity(handler, ctx, settings, log, invoke);
+            if (!outcome.final) {
+                if (!pause(outcome.delay)) return std::nullopt;
+                continue;
+            }
+            if (outcome.failure) {
+                if (!first_failure) first_failure = outcome.failure;
+            } else if (info && (!best || info->priority > best->priority)) {
                 best = *info;
             }
-        } catch (const std::exception& error) {
-            log.error(fmt::format("Login handler '{}' failed: {}", handler.id, error.what()));
+            break;
         }
+    }
+    // As Kopf: the login handlers must all succeed (returning nothing is a success).
+    if (first_failure) {
+        throw runtime::StartupError(
+            fmt::format("The login activity has failed: {}", *first_failure));
     }
     if (!any_login_handler) {
         if (auto info = kopf::login_with_service_account()) best = std::move(info);
@@ -101,11 +232,17 @@ std::optional<ConnectionInfo> try_login(const Registry& registry, const RunOptio
     return best;
 }
 
-ConnectionInfo login(const Registry& registry, const RunOptions& options,
-                     OperatorSettings& settings, Memo& memo) {
+std::optional<ConnectionInfo> login(const Registry& registry, const RunOptions& options,
+                                    OperatorSettings& settings, Memo& memo, asio::io_context& io,
+                                    const std::atomic<bool>& stopping) {
     runtime::NamedLogger log("kopf.activities.authentication");
     log.info("Initial authentication has been initiated.");
-    std::optional<ConnectionInfo> best = try_login(registry, options, settings, memo);
+    const LoginPause pause = [&io, &stopping](double seconds) {
+        sleep_unless(io, seconds, &stopping);
+        return !stopping;
+    };
+    std::optional<ConnectionInfo> best = try_login(registry, options, settings, memo, pause);
+    if (stopping) return std::nullopt;
     if (!best) {
         throw runtime::StartupError(
             "Ran out of valid credentials: no kubeconfig was found ($KUBECONFIG or "

@@ -234,7 +234,8 @@ void register_login(Registry& registry, ActivityOptions options,
     ActivityHandler h;
     h.id = options.id.empty() ? default_id : options.id;
     h.activity = "login";
-    if (!options.errors) options.errors = ErrorsMode::IGNORED;  // as Kopf's built-in logins
+    // No default for `errors`: TEMPORARY when run, as for Kopf's login handlers (only its
+    // built-in logins ignore their errors).
     h.options = std::move(options);
     h.login = std::move(fn);
     registry.append(std::move(h));

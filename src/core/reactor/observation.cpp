@@ -92,9 +92,21 @@ asio::awaitable<void> Observation::rescan() {
     orchestration.update_watchers(insights_);
 }
 
-void Observation::observe_namespaces() {
+void Observation::observe_namespaces(bool scanning) {
+    if (!scope_.clusterwide && !scanning && !scope_.all_specific()) {
+        std::string patterns;
+        for (const auto& pattern : scope_.patterns) {
+            if (pattern.is_specific()) continue;
+            patterns += (patterns.empty() ? "'" : ", '") + pattern.text() + "'";
+        }
+        logger("kopf.reactor.observation")
+            ->warn(
+                "Namespace patterns {} are not served: with settings.scanning.disabled, "
+                "namespaces are not observed and only plain namespace names are served.",
+                patterns);
+    }
     if (!scope_.clusterwide) {
-        if (scope_.all_specific() || !insights_.namespaces_resource) {
+        if (scope_.all_specific() || !insights_.namespaces_resource || !scanning) {
             for (const auto& ns : scope_.specific_namespaces()) insights_.namespaces.insert(ns);
             orchestration.update_watchers(insights_);
             if (indexing) indexing->discovered();

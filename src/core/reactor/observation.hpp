@@ -65,8 +65,10 @@ class Observation {
     boost::asio::awaitable<void> rescan();
 
     // The namespaces of the scope: plain names at once, patterns followed by a namespace
-    // observer. Once the watchers of the first ones are started, the indices learn it.
-    void observe_namespaces();
+    // observer. Once the watchers of the first ones are started, the indices learn it. Without
+    // `scanning` (settings.scanning.disabled), as in Kopf, only the plain names are served,
+    // taken literally, and patterns are warned about.
+    void observe_namespaces(bool scanning = true);
 
     // CRDs created or deleted: rescan the API and start or stop the watchers.
     void start_crd_observer();

@@ -25,6 +25,7 @@
 #include "clients/settings.hpp"
 #include "clients/stop.hpp"
 #include "core/actions/logging.hpp"
+#include "core/actions/throttlers.hpp"
 #include "core/engines/indexing.hpp"
 #include "core/reactor/observation.hpp"
 #include "core/reactor/processing.hpp"
@@ -51,6 +52,7 @@ struct ObjectEntry {
     std::shared_ptr<ServedKind> kind;
     unsigned long events = 0;  // a touch-dummy is sent only if no event came meanwhile
     std::optional<reactor::ResourceMemory> memory;  // from its first processing on
+    actions::Throttler throttler;  // after unexpected errors (settings.queueing.error_delays)
 };
 
 // By object key (resource/uid); forgotten when the object is gone.

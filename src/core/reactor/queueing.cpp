@@ -74,6 +74,8 @@ void ObjectQueues::push(const std::string& key, json event) {
                 worker.expected_is_noop = false;
             }
             break;
+        case State::held:
+            break;  // batched: the latest event is processed when the hold is over
         case State::busy:
             if (worker.seen_versions.size() < kSeenVersionsKept)
                 worker.seen_versions.push_back(version.value_or(""));
@@ -97,20 +99,35 @@ void ObjectQueues::process(const std::string& key, Worker& worker) {
     worker.latest.reset();
     const unsigned long generation = worker.generation;
     processor_(key, std::move(event),
-               [this, key, generation](std::optional<std::string> version, bool echo_is_noop) {
-                   executor_.post([this, key, generation, version, echo_is_noop] {
+               [this, key, generation](std::optional<std::string> version, bool echo_is_noop,
+                                       std::optional<double> hold) {
+                   executor_.post([this, key, generation, version, echo_is_noop, hold] {
                        auto it = workers_.find(key);
                        if (it == workers_.end() || it->second.generation != generation) return;
-                       on_done(key, it->second, version, echo_is_noop);
+                       on_done(key, it->second, version, echo_is_noop, hold);
                    });
                });
 }
 
 void ObjectQueues::on_done(const std::string& key, Worker& worker,
-                           std::optional<std::string> version, bool echo_is_noop) {
+                           std::optional<std::string> version, bool echo_is_noop,
+                           std::optional<double> hold) {
     if (stopping_) {
         release(key);
         check_finished();
+        return;
+    }
+    if (hold) {
+        // Each hold has its own duration: a timer of its own (errors are rare).
+        worker.state = State::held;
+        worker.seen_versions.clear();
+        worker.seen_truncated = false;
+        const unsigned long generation = renew_generation(worker);
+        executor_.post_after(std::max(0.0, *hold), [this, key, generation] {
+            const auto it = workers_.find(key);
+            if (it == workers_.end() || it->second.generation != generation) return;
+            on_hold_expired(key);
+        });
         return;
     }
     // Consistent if our patch's version passed by while we were busy (as Kopf, which looks for
@@ -176,6 +193,15 @@ void ObjectQueues::on_consistency_timeout(const std::string& key) {
     Worker& worker = workers_.at(key);
     forget_noop_echo(key, worker);
     // The patched version never arrived: go on with what we have.
+    if (worker.latest)
+        process(key, worker);
+    else
+        go_idle(key, worker);
+}
+
+void ObjectQueues::on_hold_expired(const std::string& key) {
+    if (on_hold_over_) on_hold_over_(key);
+    Worker& worker = workers_.at(key);
     if (worker.latest)
         process(key, worker);
     else

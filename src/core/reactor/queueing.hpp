@@ -3,7 +3,9 @@
 // for the watch stream to show the patched resourceVersion (consistency) before processing
 // again; idle workers exit after settings.queueing.idle_timeout (at most 1% of it later: their
 // exits are batched); at most worker_limit objects are processed at once; at shutdown, busy
-// workers get exit_timeout to finish.
+// workers get exit_timeout to finish. After an unexpected error, the processor may hold the
+// object back for a while (Kopf's throttling, actions/throttlers): its events are batched
+// meanwhile, and the latest one is processed when the hold is over.
 //
 // Runs on one event loop through kopf::Executor: every method is called on the loop.
 #pragma once
@@ -33,9 +35,10 @@ class ObjectQueues {
     // Called by the processor when an event is processed: with the resourceVersion of the
     // object after our own patch (if we patched it), so that the next processing waits for it;
     // `echo_is_noop` if processing the event of that version would change nothing (it is then
-    // dropped when it arrives, unless newer events came with it).
-    using Done =
-        std::function<void(std::optional<std::string> patched_resource_version, bool echo_is_noop)>;
+    // dropped when it arrives, unless newer events came with it); `hold` after an unexpected
+    // error: the seconds for which the object's next events wait (the worker keeps its slot).
+    using Done = std::function<void(std::optional<std::string> patched_resource_version,
+                                    bool echo_is_noop, std::optional<double> hold)>;
     using Processor = std::function<void(const std::string& key, json&& event, Done done)>;
 
     ObjectQueues(Executor& executor, QueueingOptions options, Processor processor);
@@ -54,13 +57,18 @@ class ObjectQueues {
     // Stops accepting events; calls `finished` once every worker is done, or after exit_timeout
     // (then the still-busy workers' results are ignored).
     void shutdown(std::function<void()> finished);
+    // Called with the object's key when a hold is over (for its log line), before its batched
+    // event, if any, is processed.
+    void on_hold_over(std::function<void(const std::string& key)> callback) {
+        on_hold_over_ = std::move(callback);
+    }
 
     std::size_t workers() const { return workers_.size(); }
     std::size_t busy_workers() const;
     bool stopping() const { return stopping_; }
 
   private:
-    enum class State { waiting_for_slot, busy, consistency, idle };
+    enum class State { waiting_for_slot, busy, consistency, held, idle };
     struct Worker {
         State state = State::waiting_for_slot;
         std::optional<json> latest;  // the batched backlog: only the newest event matters
@@ -80,7 +88,8 @@ class ObjectQueues {
     // `worker` is workers_.at(key), which the callers have already found.
     void process(const std::string& key, Worker& worker);
     void on_done(const std::string& key, Worker& worker, std::optional<std::string> version,
-                 bool echo_is_noop);
+                 bool echo_is_noop, std::optional<double> hold);
+    void on_hold_expired(const std::string& key);
     void go_idle(const std::string& key, Worker& worker);
     // Each kind of timeout has a constant duration, so its deadlines come due in the order they
     // were set: one executor timer at a time serves them all (two timers per handled object
@@ -122,6 +131,7 @@ class ObjectQueues {
     std::size_t running_ = 0;          // workers holding a slot
     bool stopping_ = false;
     std::function<void()> finished_;
+    std::function<void(const std::string&)> on_hold_over_;
 };
 
 }  // namespace kopf::runtime

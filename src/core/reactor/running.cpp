@@ -267,7 +267,11 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         }
     }
 
-    run_activity(io, executor, registry, "startup", settings, memo, indices);
+    if (!run_activity(io, executor, registry, "startup", settings, memo, indices, nullptr,
+                      &stopping)) {
+        log->info("Operator has stopped during its startup.");
+        return;
+    }
     executor.set_max_workers(pool_size(settings));  // as the startup handlers left it
     exit_guard.set_timeout(settings.process.ultimate_exiting_timeout);
     if (!(settings.networking.qps >= 0)) {
@@ -276,13 +280,19 @@ void run_operator(const RunOptions& options, bool handle_signals) {
             settings.networking.qps));
     }
     posting->configure(settings.posting);  // as the startup handlers left it
-    ConnectionInfo credentials = login(registry, options, settings, memo);
+    std::optional<ConnectionInfo> credentials =
+        login(registry, options, settings, memo, io, stopping);
+    if (!credentials) {
+        log->info("Operator has stopped during its startup.");
+        return;
+    }
 
     std::exception_ptr failure;
     ResourceServing serving(
-        io, executor, registry, settings, posting, scope, std::move(credentials),
-        [&registry, &options, &settings, &memo] {
-            return try_login(registry, options, settings, memo);
+        io, executor, registry, settings, posting, scope, std::move(*credentials),
+        [&registry, &options, &settings, &memo, &stopping] {
+            return try_login(registry, options, settings, memo,
+                             engines::pause_thread_unless(stopping));
         },
         indices_data, operator_memo);
     if (options.client) *options.client = serving.client();

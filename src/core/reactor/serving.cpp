@@ -90,6 +90,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
           observation(io, executor, api, registry, std::move(scope), orchestration, indexing.get()),
           applier(io, api, settings, observation.insights()) {
         vault->put("initial", std::move(credentials));
+        queues.on_hold_over([this](const std::string& key) { hold_over(key); });
         env.client = &client;
         if (indexing) env.indices = indexing->indices();
     }
@@ -179,7 +180,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             auto self = shared_from_this();
             indexing->when_ready([self, key, event = std::move(event), done]() mutable {
                 if (self->stopping) {
-                    done(std::nullopt, false);
+                    done(std::nullopt, false, std::nullopt);
                     return;
                 }
                 self->process(key, std::move(event), std::move(done));
@@ -191,22 +192,49 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             executor, process_task(key, std::move(event)),
             [self, key, done = std::move(done)](std::exception_ptr error,
                                                 std::optional<Processed> processed) {
+                std::optional<double> hold;
                 if (error) {
-                    // Named by the object's namespace/name once its logger exists (its key is a
-                    // uid, which says nothing to a user).
-                    auto entry = self->objects.find(key);
-                    if (entry != self->objects.end() && entry->second.memory &&
-                        entry->second.memory->logger) {
-                        entry->second.memory->logger->error("Processing has failed: {}",
-                                                            describe(error));
-                    } else {
-                        logger("kopf.reactor.processing")
-                            ->error("Processing of {} has failed: {}", key, describe(error));
-                    }
+                    hold = self->throttle(key, error);
+                } else if (const auto entry = self->objects.find(key);
+                           entry != self->objects.end() && entry->second.throttler.active()) {
+                    entry->second.throttler.reset();
                 }
                 done(processed ? processed->resource_version : std::nullopt,
-                     processed && processed->echo_is_noop);
+                     processed && processed->echo_is_noop, hold);
             });
+    }
+
+    // Kopf's throttling: an unexpected error in an object's processing (not a handler's own)
+    // holds the object's next events back for the next of settings.queueing.error_delays.
+    std::optional<double> throttle(const std::string& key, std::exception_ptr error) {
+        const auto entry = objects.find(key);
+        std::optional<double> hold;
+        if (entry != objects.end())
+            hold = entry->second.throttler.delay_after_error(settings.queueing.error_delays);
+        if (!hold) {
+            object_log(key, LogLevel::ERROR,
+                       fmt::format("Processing has failed: {}", describe(error)));
+        } else {
+            object_log(key, LogLevel::ERROR,
+                       fmt::format("Throttling for {} seconds due to an unexpected error: {}",
+                                   *hold, describe(error)));
+        }
+        return hold;
+    }
+
+    void hold_over(const std::string& key) {
+        object_log(key, LogLevel::INFO, "Throttling is over. Switching back to normal operations.");
+    }
+
+    // With the object's logger once it has one (its first processing made it), else by key.
+    void object_log(const std::string& key, LogLevel level, std::string_view message) {
+        const auto entry = objects.find(key);
+        if (entry != objects.end() && entry->second.memory && entry->second.memory->logger) {
+            entry->second.memory->logger->log(level, message);
+        } else {
+            NamedLogger("kopf.reactor.processing")
+                .log(level, fmt::format("Object {}: {}", key, message));
+        }
     }
 
     // What the queue needs to know after one processing of an object.
@@ -319,7 +347,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         }
         start_daemons();
         co_await observation.rescan();
-        observation.observe_namespaces();
+        observation.observe_namespaces(!settings.scanning.disabled);
         if (!settings.scanning.disabled) observation.start_crd_observer();
         auto wakeup = [weak = weak_from_this()] {
             if (auto self = weak.lock()) asio::post(self->io, [self] { self->drain_events(); });

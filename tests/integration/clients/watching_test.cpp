@@ -380,6 +380,35 @@ TEST_F(RawWatching, StreamThatKeepsTalkingOutlivesItsInactivityTimeout) {
     EXPECT_EQ(recorder.events.size(), 7u);
 }
 
+// settings.watching.server_timeout: the server is asked to end each stream after that long.
+TEST_F(RawWatching, TheServerTimeoutIsAskedOfTheServer) {
+    serve([](int) -> RawReply {
+        return {RawServer::chunked_head() + RawServer::chunk(added("a", 11)), true};
+    });
+    WatchSettings settings;
+    settings.server_timeout = Seconds(120);
+    auto& recorder = watch({.settings = settings});
+    EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "a"); }));
+    const auto requests = peer->requests();
+    ASSERT_GE(requests.size(), 2u);
+    EXPECT_NE(requests[1].find("timeoutSeconds=120"), std::string::npos) << requests[1];
+}
+
+// settings.watching.client_timeout: the client ends a stream that lasts longer itself, and
+// resumes from the last version it saw.
+TEST_F(RawWatching, TheClientTimeoutEndsAStreamWhichIsThenResumed) {
+    serve([](int watch) -> RawReply {
+        if (watch == 1) return {RawServer::chunked_head() + RawServer::chunk(added("a", 11)), true};
+        return {RawServer::chunked_head() + RawServer::chunk(added("b", 12)), true};
+    });
+    WatchSettings settings;
+    settings.client_timeout = Seconds(0.5);
+    auto& recorder = watch({.settings = settings});
+    EXPECT_TRUE(drive([&] { return recorder.saw("ADDED", "b"); }));
+    EXPECT_EQ(recorder.listings, 1);
+    expect_resumed_from(11);
+}
+
 TEST_F(RawWatching, ErrorEventWithGoneRelists) {
     serve([](int watch) -> RawReply {
         if (watch == 1) {

@@ -142,6 +142,17 @@ TEST(Logging, VerboseShowsDebugMessages) {
     EXPECT_EQ(out, "details\n");
 }
 
+TEST(Logging, OnlyDebugShowsTheApiTrafficWhichIsLoggedAtTraceLevel) {
+    auto o = options(LogFormat::plain);
+    o.verbose = true;
+    configure_logging(o);
+    EXPECT_EQ(capture_stderr([] { spdlog::trace("API request: GET /version"); }), "");
+    o.debug = true;
+    configure_logging(o);
+    EXPECT_EQ(capture_stderr([] { spdlog::trace("API request: GET /version"); }),
+              "API request: GET /version\n");
+}
+
 TEST(Logging, UnknownFormatIsRejectedNamingIt) {
     try {
         parse_log_format("xml");

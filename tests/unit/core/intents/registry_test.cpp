@@ -200,7 +200,7 @@ TEST(Registration, LoginHandlersReturnConnectionInfo) {
         auto info = a.login(ctx);
         ASSERT_TRUE(info);
         EXPECT_EQ(info->server, "https://127.0.0.1:6443");
-        EXPECT_EQ(a.options.errors, kopf::IGNORED);
+        EXPECT_FALSE(a.options.errors);  // TEMPORARY when run, as in Kopf
         return;
     }
     FAIL() << "login_fn is not registered";

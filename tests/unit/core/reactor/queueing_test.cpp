@@ -1,5 +1,5 @@
 // The per-object queues on a virtual clock: batching, worker limits, idle and consistency
-// timeouts, the echoes of our own patches, and the shutdown.
+// timeouts, the echoes of our own patches, the holds after unexpected errors, and the shutdown.
 #include "core/reactor/queueing.hpp"
 
 #include <gtest/gtest.h>
@@ -32,7 +32,13 @@ struct Recorder {
     void finish(std::optional<std::string> patched = std::nullopt, bool echo_is_noop = false) {
         auto done = std::move(pending.front());
         pending.erase(pending.begin());
-        done(patched, echo_is_noop);
+        done(patched, echo_is_noop, std::nullopt);
+    }
+    // The processing failed unexpectedly: the object is held back for `hold` seconds.
+    void fail(double hold) {
+        auto done = std::move(pending.front());
+        pending.erase(pending.begin());
+        done(std::nullopt, false, hold);
     }
 };
 
@@ -328,5 +334,66 @@ TEST_F(ObjectQueues, ShutdownGivesUpOnBusyWorkersAfterExitTimeout) {
     executor.advance(1.9);
     EXPECT_FALSE(finished);
     executor.advance(0.2);
+    EXPECT_TRUE(finished);
+}
+
+TEST_F(ObjectQueues, AnObjectHeldAfterAnErrorProcessesOnlyItsLatestEventWhenTheHoldIsOver) {
+    auto& queues = start();
+    std::vector<std::string> over;
+    queues.on_hold_over([&](const std::string& key) { over.push_back(key); });
+    queues.push("uid1", event("ADDED", "1"));
+    recorder.fail(10);
+    executor.advance(0);
+    queues.push("uid1", event("MODIFIED", "2"));
+    queues.push("uid1", event("MODIFIED", "3"));
+    executor.advance(9.9);
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1"}));  // held back
+    EXPECT_TRUE(over.empty());
+    executor.advance(0.2);
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"}));
+    EXPECT_EQ(over, (std::vector<std::string>{"uid1"}));
+}
+
+TEST_F(ObjectQueues, AHeldObjectWithoutNewEventsGoesIdleWhenTheHoldIsOver) {
+    auto& queues = start({.idle_timeout = 1});
+    queues.push("uid1", event("ADDED", "1"));
+    recorder.fail(5);
+    executor.advance(5.5);  // held until t=5, then idle
+    EXPECT_EQ(queues.workers(), 1u);
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1"}));  // nothing reprocessed
+    executor.advance(1.1);
+    EXPECT_EQ(queues.workers(), 0u);
+}
+
+TEST_F(ObjectQueues, AHeldObjectDoesNotHoldOtherObjectsBack) {
+    auto& queues = start();
+    queues.push("uid1", event("ADDED", "1"));
+    recorder.fail(100);
+    executor.advance(0);
+    queues.push("uid2", event("ADDED", "7"));
+    recorder.finish();
+    executor.advance(0);
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "7"}));
+}
+
+TEST_F(ObjectQueues, AHeldWorkerKeepsItsSlotUnderTheWorkerLimit) {
+    auto& queues = start({.worker_limit = 1});
+    queues.push("uid1", event("ADDED", "1"));
+    recorder.fail(10);
+    executor.advance(0);
+    queues.push("uid2", event("ADDED", "7"));
+    executor.advance(5);
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1"}));
+    executor.advance(5.1 + 5.1);  // the hold is over at t=10; uid1 idles out at t=15.05
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "7"}));
+}
+
+TEST_F(ObjectQueues, ShutdownDoesNotWaitForHeldObjects) {
+    auto& queues = start({.exit_timeout = 2});
+    queues.push("uid1", event("ADDED", "1"));
+    recorder.fail(600);
+    executor.advance(0);
+    bool finished = false;
+    queues.shutdown([&] { finished = true; });
     EXPECT_TRUE(finished);
 }
