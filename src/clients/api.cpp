@@ -19,6 +19,7 @@
 #include "clients/backoff.hpp"
 #include "clients/json_codec.hpp"
 #include "clients/transport.hpp"
+#include "structs/redaction.hpp"
 
 namespace kopf::clients {
 
@@ -65,6 +66,24 @@ std::string excerpt(std::string_view body) {
     constexpr std::size_t kShown = 2000;
     if (body.size() <= kShown) return std::string(body);
     return fmt::format("{}... ({} bytes)", body.substr(0, kShown), body.size());
+}
+
+std::string traced_body(const std::string& target, std::string_view body) {
+    const std::string_view path = std::string_view(target).substr(0, target.find('?'));
+    const bool secrets =
+        path.rfind("/api/v1/", 0) == 0 &&
+        (path.ends_with("/secrets") || path.find("/secrets/") != std::string::npos);
+    if (!secrets || body.empty()) return excerpt(body);
+    json value = parse_json_or_discarded(body);
+    if (value.is_discarded()) return fmt::format("<redacted: {} bytes>", body.size());
+    if (value.is_object() && value.contains("items") && value["items"].is_array()) {
+        for (auto& item : value["items"]) item = structs::redact_secret_values(item);
+    } else if (value.is_object() && value.contains("object")) {  // a watch event
+        value["object"] = structs::redact_secret_values(value["object"]);
+    } else {
+        value = structs::redact_secret_values(value);
+    }
+    return excerpt(dump_json(value));
 }
 
 std::map<std::string, ConnectionInfo> default_login() {
@@ -185,7 +204,7 @@ Awaitable<HttpResponse> ApiClient::Impl::send(HttpRequest request) {
         const bool tracing = tracing_api();
         if (tracing) {
             spdlog::trace("API request: {}{}{}", what(), request.body.empty() ? "" : " ",
-                          excerpt(request.body));
+                          traced_body(request.target, request.body));
         }
         try {
             response = co_await transport.request(*item.info, request, timeouts());
@@ -195,7 +214,8 @@ Awaitable<HttpResponse> ApiClient::Impl::send(HttpRequest request) {
         if (tracing) {
             if (response) {
                 spdlog::trace("API response: {} -> {}{}{}", what(), response->status,
-                              response->body.empty() ? "" : " ", excerpt(response->body));
+                              response->body.empty() ? "" : " ",
+                              traced_body(request.target, response->body));
             } else {
                 spdlog::trace("API request failed: {}: {}", what(), failure);
             }

@@ -30,6 +30,9 @@ std::optional<double> retry_after_from_body(const std::string& body);
 // whether it is, and cut bodies to a readable length.
 bool tracing_api();
 std::string excerpt(std::string_view body);
+// The body of a request to `target` or of its answer as the trace shows it: a Secret's values
+// (core v1 secrets, one or a list of them) redacted, then cut by excerpt().
+std::string traced_body(const std::string& target, std::string_view body);
 
 struct ApiClient::Impl {
     boost::asio::any_io_executor executor;

@@ -173,7 +173,8 @@ struct ApiClient::Watcher {
             auto response = co_await std::move(streaming);
             if (tracing_api()) {
                 spdlog::trace("API watch ended: {} -> {}{}{}", what, response.status,
-                              response.body.empty() ? "" : " ", excerpt(response.body));
+                              response.body.empty() ? "" : " ",
+                              traced_body(http.target, response.body));
             }
             if (response.status == 401) {
                 impl.vault->invalidate(item);

@@ -204,7 +204,9 @@ spec:
     OperatorProcess op(*cluster_, {minimal(), "-n", "default", "--standalone"});
     ASSERT_TRUE(op.wait_for_log("is not JSON")) << op.log();
     const std::string log = op.log();
-    EXPECT_NE(log.find("[default/corrupt] Throttling for 1 seconds due to an unexpected error"), std::string::npos) << log;
+    EXPECT_NE(log.find("[default/corrupt] Throttling for 1 seconds due to an unexpected error"),
+              std::string::npos)
+        << log;
     EXPECT_NE(log.find("'kopf.zalando.org/last-handled-configuration'"), std::string::npos) << log;
     EXPECT_EQ(log.find("And here we are! Creating"), std::string::npos) << log;
 

@@ -58,6 +58,33 @@ TEST_F(DebugLogging, TraceLevelLogsTheRequestsAndTheAnswers) {
     EXPECT_NE(text.find("-> 404"), std::string::npos) << text;  // failures too
 }
 
+// A Secret's values stay out of the trace, sent or answered, one Secret or a list of them.
+TEST_F(DebugLogging, SecretsAreTracedWithTheirValuesRedacted) {
+    LogCapture capture(spdlog::level::trace);
+    auto api = make_client(admin());
+    structs::Resource secrets = configmaps();
+    secrets.plural = "secrets";
+    secrets.kind = "Secret";
+    secrets.singular = "secret";
+    const json secret = {{"apiVersion", "v1"},
+                         {"kind", "Secret"},
+                         {"metadata", {{"name", "db"}, {"labels", {{"app", "db"}}}}},
+                         {"data", {{"password", "aHVudGVyMi1wYXNzd29yZA=="}}},
+                         {"stringData", {{"token", "plain-text-token-value"}}}};
+    run(api->create(secrets, "default", secret));
+    run(api->request("GET", "/api/v1/namespaces/default/secrets"));
+    run(api->request("GET", "/api/v1/namespaces/default/secrets/db"));
+    const std::string text = capture.text();
+    EXPECT_NE(text.find("API response: GET /api/v1/namespaces/default/secrets -> 200"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("\"password\":\"<redacted>\""), std::string::npos) << text;
+    EXPECT_NE(text.find("\"app\":\"db\""), std::string::npos) << text;  // the rest is shown
+    for (const char* value :
+         {"aHVudGVyMi1wYXNzd29yZA==", "plain-text-token-value", "cGxhaW4tdGV4dC10b2tlbi12YWx1ZQ=="})
+        EXPECT_EQ(text.find(value), std::string::npos) << value << " in the trace:\n" << text;
+}
+
 TEST_F(DebugLogging, DebugLevelDoesNotLogTheTraffic) {
     LogCapture capture(spdlog::level::debug);
     auto api = make_client(admin());
