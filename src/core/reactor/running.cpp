@@ -19,6 +19,7 @@
 
 #include "core/actions/logging.hpp"
 #include "core/engines/activities.hpp"
+#include "core/engines/admission.hpp"
 #include "core/engines/indexing.hpp"
 #include "core/engines/posting.hpp"
 #include "core/engines/probing.hpp"
@@ -286,6 +287,22 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         },
         indices_data, operator_memo);
     if (options.client) *options.client = serving.client();
+    // The admission webhooks: served on the loop from the server's own thread; stopped first
+    // at the exit (Kopf stops its webhook server with the other root tasks).
+    auto admission_env = std::make_shared<const engines::AdmissionEnv>(
+        engines::AdmissionEnv{registry, settings, memo, indices, &serving.client()});
+    std::shared_ptr<WebhookServerBase> webhook_server;
+    try {
+        webhook_server = engines::start_admission_server(executor, admission_env);
+    } catch (const std::exception& error) {
+        throw StartupError(error.what());
+    }
+    struct WebhookServerStopper {
+        std::shared_ptr<WebhookServerBase>& server;
+        ~WebhookServerStopper() {
+            if (server) server->stop();
+        }
+    } webhook_server_stopper{webhook_server};
     serving.start(
         [&] {
             log->debug("The operator is ready.");
@@ -298,6 +315,10 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     while (!stopping) {
         io.restart();
         io.run_one();
+    }
+    if (webhook_server) {
+        webhook_server->stop();
+        webhook_server = nullptr;
     }
     bool served_out = false;
     serving.stop([&] { served_out = true; });
