@@ -23,6 +23,7 @@
 #include "core/engines/indexing.hpp"
 #include "core/engines/posting.hpp"
 #include "core/engines/probing.hpp"
+#include "core/engines/webhook_configurations.hpp"
 #include "core/reactor/namespaces.hpp"
 #include "core/reactor/serving.hpp"
 #include "kopf/connection.hpp"
@@ -291,9 +292,17 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     // at the exit (Kopf stops its webhook server with the other root tasks).
     auto admission_env = std::make_shared<const engines::AdmissionEnv>(
         engines::AdmissionEnv{registry, settings, memo, indices, &serving.client()});
+    // With settings.admission.managed, the webhook configurations follow the server's address.
+    std::optional<engines::WebhookConfigurations> configurations;
+    if (settings.admission.managed) {
+        configurations.emplace(io, serving.api(), registry, *settings.admission.managed);
+    }
+    auto reconfigure = [&configurations](const WebhookClientConfig& config) {
+        if (configurations) configurations->configure(config);
+    };
     std::shared_ptr<WebhookServerBase> webhook_server;
     try {
-        webhook_server = engines::start_admission_server(executor, admission_env);
+        webhook_server = engines::start_admission_server(executor, admission_env, reconfigure);
     } catch (const std::exception& error) {
         throw StartupError(error.what());
     }
@@ -319,6 +328,15 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     if (webhook_server) {
         webhook_server->stop();
         webhook_server = nullptr;
+    }
+    if (configurations) {
+        // Only the persistent handlers' webhooks stay (while the API client still works).
+        bool cleaned = false;
+        configurations->clean_up([&cleaned] { cleaned = true; });
+        while (!cleaned) {
+            io.restart();
+            io.run_one();
+        }
     }
     bool served_out = false;
     serving.stop([&] { served_out = true; });

@@ -229,6 +229,91 @@ TEST_F(AdmissionHandling, AServerRequiringClientCertificatesRefusesApiServersWit
     }
 }
 
+const std::string kValidatingConfigs =
+    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/";
+const std::string kMutatingConfigs =
+    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/";
+
+std::vector<std::string> webhook_names(const json& configuration) {
+    std::vector<std::string> names;
+    for (const auto& webhook : configuration.value("webhooks", json::array()))
+        names.push_back(webhook["name"]);
+    return names;
+}
+
+TEST_F(AdmissionHandling, ManagedConfigurationsServeTheHandlersAndKeepOnlyPersistentOnes) {
+    on::validate check(registry, "kopfexamples", {.id = "check"}, reject_wrong);
+    on::validate audit(registry, "kopfexamples", {.id = "audit", .persistent = true},
+                       [](AdmissionContext&) {});
+    on::mutate defaults(registry, "kopfexamples", {.id = "defaults", .ignore_failures = true},
+                        [](AdmissionContext& ctx) { ctx.patch.spec()["defaulted"] = true; });
+    WebhookServerOptions options;
+    options.addr = "127.0.0.1";
+    webhooks = std::make_shared<WebhookServer>(options);
+    OperatorSettings settings = fast_settings();
+    settings.admission.server = webhooks;
+    settings.admission.managed = "auto.kopf.dev";
+    auto op = start_operator(registry, settings);
+
+    json validating, mutating;
+    ASSERT_TRUE(eventually([&] {
+        try {
+            validating = request("GET", kValidatingConfigs + "auto.kopf.dev");
+            mutating = request("GET", kMutatingConfigs + "auto.kopf.dev");
+        } catch (const ApiError&) {
+            return false;
+        }
+        return webhook_names(validating).size() == 2 && webhook_names(mutating).size() == 1;
+    })) << validating.dump(2);
+    EXPECT_EQ(webhook_names(validating),
+              (std::vector<std::string>{"check.auto.kopf.dev", "audit.auto.kopf.dev"}));
+    EXPECT_EQ(webhook_names(mutating), std::vector<std::string>{"defaults.auto.kopf.dev"});
+    const json& webhook = validating["webhooks"][0];
+    EXPECT_EQ(webhook["clientConfig"]["url"],
+              "https://127.0.0.1:" + std::to_string(webhooks->port()) + "/check");
+    EXPECT_FALSE(webhook["clientConfig"].value("caBundle", "").empty());
+    EXPECT_EQ(webhook["failurePolicy"], "Fail");
+    EXPECT_EQ(mutating["webhooks"][0]["failurePolicy"], "Ignore");
+    EXPECT_EQ(webhook["rules"][0]["resources"], json({"kopfexamples"}));
+    EXPECT_EQ(webhook["rules"][0]["apiGroups"], json({"kopf.dev"}));
+
+    // The API server reaches the handlers with what the configurations say.
+    try {
+        create(example("kex-wrong", {{"field", "wrong"}}));
+        FAIL() << "the object was created";
+    } catch (const ApiError& error) {
+        EXPECT_NE(error.message().find("Meh!"), std::string::npos) << error.message();
+    }
+    EXPECT_EQ(create(example("kex-right", {{"field", "right"}}))["spec"]["defaulted"], true);
+
+    // At the exit, only the persistent handlers' webhooks stay.
+    EXPECT_EQ(op->stop(), "");
+    EXPECT_EQ(webhook_names(request("GET", kValidatingConfigs + "auto.kopf.dev")),
+              std::vector<std::string>{"audit.auto.kopf.dev"});
+    EXPECT_TRUE(webhook_names(request("GET", kMutatingConfigs + "auto.kopf.dev")).empty());
+}
+
+TEST_F(AdmissionHandling, ManagedConfigurationsFollowTheHandlersOfTheNextRun) {
+    on::validate first(registry, "kopfexamples", {.id = "first", .persistent = true},
+                       [](AdmissionContext&) {});
+    OperatorSettings settings = fast_settings();
+    settings.admission.server =
+        std::make_shared<WebhookServer>(WebhookServerOptions{.addr = "127.0.0.1"});
+    settings.admission.managed = "auto.kopf.dev";
+    start_operator(registry, settings)->stop();
+    EXPECT_EQ(webhook_names(request("GET", kValidatingConfigs + "auto.kopf.dev")),
+              std::vector<std::string>{"first.auto.kopf.dev"});
+
+    Registry next;
+    on::validate second(next, "kopfexamples", {.id = "second", .persistent = true},
+                        [](AdmissionContext&) {});
+    settings.admission.server =
+        std::make_shared<WebhookServer>(WebhookServerOptions{.addr = "127.0.0.1"});
+    start_operator(next, settings)->stop();
+    EXPECT_EQ(webhook_names(request("GET", kValidatingConfigs + "auto.kopf.dev")),
+              std::vector<std::string>{"second.auto.kopf.dev"});
+}
+
 TEST_F(AdmissionHandling, AdmissionHandlersWithoutAServerStopTheStart) {
     on::validate check(registry, "kopfexamples", {.id = "check"}, [](AdmissionContext&) {});
     OperatorSettings settings = fast_settings();
