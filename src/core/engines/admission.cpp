@@ -287,7 +287,14 @@ Task<WebhookResponse> serve_admission_request(const AdmissionEnv& env, WebhookRe
                               bad->what()));
         co_return error_response(bad->status, bad->what());
     }
-    const Review& review = *parsed;
+    Review& review = *parsed;
+    for (const auto& served : env.resources) {
+        if (served.group == review.resource.group && served.version == review.resource.version &&
+            served.plural == review.resource.plural) {
+            review.resource = served;
+            break;
+        }
+    }
 
     // The handlers of this resource (of the webhook named in the URL, if any).
     std::vector<const WebhookHandler*> candidates;

@@ -34,6 +34,10 @@ struct AdmissionEnv {
     Memo& memo;
     Indices indices{};
     const Client* client = nullptr;  ///< for ctx.api(); none in tests
+    /// The served resources (discovered at start-up): the handlers' selectors match them with
+    /// their short names and categories; a resource not among them is known by what the
+    /// review says (group, version, plural, kind).
+    std::vector<Resource> resources{};
 };
 
 /// Serves one webhook request: runs the matching handlers (all of them, or the one named by

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -17,6 +18,7 @@
 #include <optional>
 #include <thread>
 
+#include "clients/api.hpp"
 #include "core/actions/logging.hpp"
 #include "core/engines/activities.hpp"
 #include "core/engines/admission.hpp"
@@ -34,6 +36,7 @@
 #include "kopf/task.hpp"
 #include "loop/background_tasks.hpp"
 #include "loop/loop_executor.hpp"
+#include "structs/references.hpp"
 
 namespace asio = boost::asio;
 
@@ -163,6 +166,36 @@ class ExitGuard {
     std::thread thread_;
 };
 
+// The served resources for the admission handlers' selectors (short names, categories), once at
+// the start; none without admission handlers, or when the discovery fails (logged).
+std::vector<Resource> discover_webhook_resources(asio::io_context& io, ResourceServing& serving,
+                                                 const Registry& registry) {
+    std::vector<Resource> resources;
+    if (registry.webhooks.empty()) return resources;
+    bool done = false;
+    std::exception_ptr error;
+    std::vector<structs::Resource> found;
+    asio::co_spawn(io, serving.api().discover(),
+                   [&](std::exception_ptr e, std::vector<structs::Resource> result) {
+                       error = e;
+                       found = std::move(result);
+                       done = true;
+                   });
+    while (!done) {
+        io.restart();
+        io.run_one();
+    }
+    if (error) {
+        logger("kopf.reactor.running")
+            ->warn("The resources of the admission handlers are not discovered: {}",
+                   describe(error));
+    }
+    for (const auto& resource : found) resources.push_back(structs::to_public(resource));
+    logger("kopf.reactor.running")
+        ->debug("{} resources are discovered for the admission handlers.", resources.size());
+    return resources;
+}
+
 }  // namespace
 
 // The whole lifecycle; returns normally after a graceful stop.
@@ -291,7 +324,8 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     // The admission webhooks: served on the loop from the server's own thread; stopped first
     // at the exit (Kopf stops its webhook server with the other root tasks).
     auto admission_env = std::make_shared<const engines::AdmissionEnv>(
-        engines::AdmissionEnv{registry, settings, memo, indices, &serving.client()});
+        engines::AdmissionEnv{registry, settings, memo, indices, &serving.client(),
+                              discover_webhook_resources(io, serving, registry)});
     // With settings.admission.managed, the webhook configurations follow the server's address.
     std::optional<engines::WebhookConfigurations> configurations;
     if (settings.admission.managed) {

@@ -128,6 +128,19 @@ TEST_F(AdmissionHandling, AValidatingHandlerRefusesWithItsMessageAndCode) {
     EXPECT_TRUE(get("kex-right").has_value());
 }
 
+TEST_F(AdmissionHandling, HandlersOfShortNamesServeTheirResource) {
+    on::validate check(registry, "kex", {.id = "check"}, reject_wrong);
+    auto op = start();
+    configure("ValidatingWebhookConfiguration", "check");
+    try {
+        create(example("kex-wrong", {{"field", "wrong"}}));
+        FAIL() << "the object was created";
+    } catch (const ApiError& error) {
+        EXPECT_EQ(error.code(), 400) << error.message();
+    }
+    EXPECT_FALSE(get("kex-wrong").has_value());
+}
+
 TEST_F(AdmissionHandling, AnyOtherExceptionRefusesWithCode500) {
     on::validate check(registry, "kopfexamples", {.id = "check"},
                        [](AdmissionContext&) { throw std::runtime_error("Something broke."); });
