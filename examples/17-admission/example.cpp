@@ -18,13 +18,18 @@ void authhook(kopf::AdmissionContext& ctx) {
     const auto agent = ctx.headers.find("User-Agent");
     ctx.warnings.push_back("Accessing as user-agent: " +
                            (agent != ctx.headers.end() ? agent->second : "(unidentified)"));
-    if (ctx.sslpeer.value("subject", "").empty()) {
+    const auto subject = ctx.sslpeer.value("subject", kopf::json::array());
+    if (subject.empty()) {
         ctx.warnings.push_back("SSL peer is not identified.");
-    } else if (const auto cn = ctx.sslpeer.value("commonName", ""); !cn.empty()) {
-        ctx.warnings.push_back("SSL peer is " + cn + ".");
-    } else {
-        ctx.warnings.push_back("SSL peer's common name is absent.");
+        return;
     }
+    for (const auto& attribute : subject[0]) {  // [["commonName", "..."]], as Python's
+        if (attribute[0] == "commonName") {
+            ctx.warnings.push_back("SSL peer is " + attribute[1].get<std::string>() + ".");
+            return;
+        }
+    }
+    ctx.warnings.push_back("SSL peer's common name is absent.");
 }
 KOPF_VALIDATE(authhook, "kex");
 

@@ -4,6 +4,7 @@
 #include "kopf/webhooks.hpp"
 
 #include <fmt/format.h>
+#include <openssl/bn.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -68,28 +69,6 @@ std::string build_url(const std::string& scheme, const std::string& host, int po
     return scheme + "://" + netloc_host + (default_port ? "" : ":" + std::to_string(port)) + path;
 }
 
-std::string name_text(const X509_NAME* name) {
-    BIO* bio = BIO_new(BIO_s_mem());
-    X509_NAME_print_ex(bio, name, 0, XN_FLAG_RFC2253);
-    char* data = nullptr;
-    const long size = BIO_get_mem_data(bio, &data);
-    std::string text(data, static_cast<std::size_t>(size));
-    BIO_free(bio);
-    return text;
-}
-
-std::string common_name(const X509_NAME* name) {
-    const int index = X509_NAME_get_index_by_NID(name, NID_commonName, -1);
-    if (index < 0) return {};
-    unsigned char* utf8 = nullptr;
-    const int length =
-        ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, index)));
-    if (length < 0) return {};
-    std::string text(reinterpret_cast<char*>(utf8), static_cast<std::size_t>(length));
-    OPENSSL_free(utf8);
-    return text;
-}
-
 // "%2F" as "/" (ids with unusual characters are quoted in the webhooks' URLs).
 std::string percent_decoded(const std::string& text) {
     std::string out;
@@ -106,13 +85,56 @@ std::string percent_decoded(const std::string& text) {
     return out;
 }
 
-// The client certificate (of the API server) as the handlers' `sslpeer`; {} without one.
+// A name as Python's ssl.getpeercert() gives it: relative distinguished names, each a list of
+// [attribute's long name, value] pairs: [[["commonName", "x"]], [["organizationName", "y"]]].
+json name_json(const X509_NAME* name) {
+    json rdns = json::array();
+    int current_set = -1;
+    for (int i = 0; i < X509_NAME_entry_count(name); ++i) {
+        const X509_NAME_ENTRY* entry = X509_NAME_get_entry(name, i);
+        const int nid = OBJ_obj2nid(X509_NAME_ENTRY_get_object(entry));
+        unsigned char* utf8 = nullptr;
+        const int length = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(entry));
+        if (length < 0) continue;
+        std::string value(reinterpret_cast<char*>(utf8), static_cast<std::size_t>(length));
+        OPENSSL_free(utf8);
+        const char* key = nid == NID_undef ? "unknown" : OBJ_nid2ln(nid);
+        if (X509_NAME_ENTRY_set(entry) != current_set || rdns.empty()) {
+            rdns.push_back(json::array());
+            current_set = X509_NAME_ENTRY_set(entry);
+        }
+        rdns.back().push_back({key, value});
+    }
+    return rdns;
+}
+
+std::string time_text(const ASN1_TIME* time) {
+    BIO* bio = BIO_new(BIO_s_mem());
+    ASN1_TIME_print(bio, time);  // "Mar  7 17:12:20 2021 GMT", as Python's
+    char* data = nullptr;
+    const long size = BIO_get_mem_data(bio, &data);
+    std::string text(data, static_cast<std::size_t>(size));
+    BIO_free(bio);
+    return text;
+}
+
+// The client certificate (of the API server) as the handlers' `sslpeer`, in the shape of
+// Python's ssl.getpeercert() (as Kopf gives it); {} without a verified one.
 json peer_of(SSL* ssl) {
     X509* cert = SSL_get1_peer_certificate(ssl);
     if (!cert) return json::object();
-    json peer = {{"subject", name_text(X509_get_subject_name(cert))},
-                 {"issuer", name_text(X509_get_issuer_name(cert))},
-                 {"commonName", common_name(X509_get_subject_name(cert))}};
+    json peer = {{"subject", name_json(X509_get_subject_name(cert))},
+                 {"issuer", name_json(X509_get_issuer_name(cert))},
+                 {"version", X509_get_version(cert) + 1},
+                 {"notBefore", time_text(X509_get0_notBefore(cert))},
+                 {"notAfter", time_text(X509_get0_notAfter(cert))}};
+    if (BIGNUM* serial = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), nullptr)) {
+        if (char* hex = BN_bn2hex(serial)) {
+            peer["serialNumber"] = hex;
+            OPENSSL_free(hex);
+        }
+        BN_free(serial);
+    }
     X509_free(cert);
     return peer;
 }
@@ -127,6 +149,7 @@ struct WebhookServer::Impl : std::enable_shared_from_this<WebhookServer::Impl> {
     WebhookFn fn;
     std::thread thread;
     std::atomic<bool> stopped{false};
+    std::atomic<int> port{0};  // read from other threads
     runtime::NamedLogger log{"kopf.kits.webhooks"};
 
     // Reads requests from one connection (kept alive while the client wants it) and answers them.
@@ -276,10 +299,7 @@ WebhookServer::~WebhookServer() {
 }
 
 int WebhookServer::port() const {
-    if (!impl_) return 0;
-    boost::system::error_code ec;
-    const auto endpoint = impl_->acceptor.local_endpoint(ec);
-    return ec ? 0 : endpoint.port();
+    return impl_ ? impl_->port.load() : 0;
 }
 
 void WebhookServer::start(WebhookFn fn, std::function<void(WebhookClientConfig)> configured) {
@@ -370,6 +390,7 @@ void WebhookServer::start(WebhookFn fn, std::function<void(WebhookClientConfig)>
         throw std::runtime_error(fmt::format("The webhook server cannot listen at {}:{}: {}.",
                                              listen, endpoint.port(), error.code().message()));
     }
+    impl->port = impl->acceptor.local_endpoint().port();
     impl_ = impl;
     const int bound = port();
     const std::string scheme = o.insecure ? "http" : "https";

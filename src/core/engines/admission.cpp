@@ -307,16 +307,17 @@ Task<WebhookResponse> serve_admission_request(const AdmissionEnv& env, WebhookRe
         resource_known = true;
         candidates.push_back(&handler);
     }
+    // As Kopf names resources: "kopfexamples.v1.kopf.dev", "pods.v1".
     const std::string resource_name =
-        review.resource.plural + (review.resource.group.empty() ? "" : "." + review.resource.group);
+        review.resource.plural + "." + review.resource.version +
+        (review.resource.group.empty() ? "" : "." + review.resource.group);
     if (!webhook_known || !resource_known) {
         const std::string message =
             !webhook_known
                 ? fmt::format("No admission handler with the id '{}' (the URL's last segment).",
                               request.webhook)
                 : fmt::format(
-                      "The resource {}/{} has no admission handlers{}.", resource_name,
-                      review.resource.version,
+                      "The resource {} has no admission handlers{}.", resource_name,
                       request.webhook.empty() ? "" : " with the id '" + request.webhook + "'");
         log.error(fmt::format("Bad admission request: {}", message));
         co_return error_response(404, message);

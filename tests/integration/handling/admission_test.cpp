@@ -5,6 +5,8 @@
 // failure policy when the webhook cannot be reached.
 #include <cstdio>
 #include <fstream>
+#include <future>
+#include <mutex>
 #include <sstream>
 
 #include "support/cluster.hpp"
@@ -325,6 +327,78 @@ TEST_F(AdmissionHandling, ManagedConfigurationsFollowTheHandlersOfTheNextRun) {
     start_operator(next, settings)->stop();
     EXPECT_EQ(webhook_names(request("GET", kValidatingConfigs + "auto.kopf.dev")),
               std::vector<std::string>{"second.auto.kopf.dev"});
+}
+
+// A server of one's own (the extension point of kopf/webhooks.hpp): requests are handed to the
+// operator directly, and the webhooks say where a (fictional) proxy reaches it.
+class InProcessServer : public WebhookServerBase {
+  public:
+    void start(WebhookFn fn, std::function<void(WebhookClientConfig)> configured) override {
+        {
+            std::lock_guard lock(mutex_);
+            fn_ = std::move(fn);
+        }
+        configured(WebhookClientConfig{.url = "https://proxy.example/hooks", .ca_bundle = "PEM"});
+    }
+    void stop() override {
+        std::lock_guard lock(mutex_);
+        fn_ = nullptr;
+    }
+    WebhookResponse call(WebhookRequest request) {
+        auto answer = std::make_shared<std::promise<WebhookResponse>>();
+        auto arrived = answer->get_future();
+        {
+            std::lock_guard lock(mutex_);
+            fn_(std::move(request), [answer](WebhookResponse r) { answer->set_value(r); });
+        }
+        return arrived.get();
+    }
+
+  private:
+    std::mutex mutex_;
+    WebhookFn fn_;
+};
+
+TEST_F(AdmissionHandling, ServersOfOnesOwnServeTheHandlersAndTheManagedWebhooks) {
+    on::validate check(registry, "kopfexamples", {.id = "check"}, reject_wrong);
+    auto server = std::make_shared<InProcessServer>();
+    OperatorSettings settings = fast_settings();
+    settings.admission.server = server;
+    settings.admission.managed = "own.kopf.dev";
+    auto op = start_operator(registry, settings);
+
+    json configuration;
+    ASSERT_TRUE(eventually([&] {
+        try {
+            configuration = request("GET", kValidatingConfigs + "own.kopf.dev");
+        } catch (const ApiError&) {
+            return false;
+        }
+        return webhook_names(configuration).size() == 1;
+    }));
+    EXPECT_EQ(configuration["webhooks"][0]["clientConfig"]["url"],
+              "https://proxy.example/hooks/check");
+    EXPECT_EQ(configuration["webhooks"][0]["clientConfig"]["caBundle"], "UEVN");  // "PEM"
+
+    WebhookRequest review;
+    review.webhook = "check";
+    review.body =
+        json{{"apiVersion", "admission.k8s.io/v1"},
+             {"kind", "AdmissionReview"},
+             {"request",
+              {{"uid", "u1"},
+               {"kind", {{"group", "kopf.dev"}, {"version", "v1"}, {"kind", "KopfExample"}}},
+               {"resource",
+                {{"group", "kopf.dev"}, {"version", "v1"}, {"resource", "kopfexamples"}}},
+               {"operation", "CREATE"},
+               {"userInfo", {{"username", "someone"}}},
+               {"object", example("kex-1", {{"field", "wrong"}})}}}}
+            .dump();
+    const WebhookResponse answer = server->call(review);
+    EXPECT_EQ(answer.status, 200);
+    EXPECT_EQ(answer.body["response"]["uid"], "u1");
+    EXPECT_EQ(answer.body["response"]["allowed"], false);
+    EXPECT_EQ(answer.body["response"]["status"]["code"], 400);
 }
 
 TEST_F(AdmissionHandling, AdmissionHandlersWithoutAServerStopTheStart) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -19,6 +20,17 @@ namespace kopf::testing {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A shell command's output (stdout and stderr), or nullopt when it fails.
+std::optional<std::string> shell(const std::string& command) {
+    std::string output;
+    FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+    if (!pipe) return std::nullopt;
+    char buffer[4096];
+    while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+    if (::pclose(pipe) != 0) return std::nullopt;
+    return output;
+}
 
 std::string read_text(const fs::path& path) {
     std::ifstream in(path);
@@ -34,6 +46,7 @@ struct Recorder {
     WebhookFn fn() {
         return [this](WebhookRequest request, std::function<void(WebhookResponse)> reply) {
             json echo = {{"webhook", request.webhook}, {"body", request.body}};
+            if (!request.sslpeer.empty()) echo["sslpeer"] = request.sslpeer;
             {
                 std::lock_guard lock(mutex);
                 requests.push_back(std::move(request));
@@ -194,6 +207,35 @@ TEST_F(Webhooks, CertificatesWithoutKeysAndBadAddressesAreRefused) {
     EXPECT_THROW(half.start(recorder.fn(), {}), std::invalid_argument);
     WebhookServer named({.addr = "not-an-ip"});
     EXPECT_THROW(named.start(recorder.fn(), {}), std::invalid_argument);
+}
+
+TEST_F(Webhooks, ClientCertificatesReachTheHandlersAsKopfsSslpeer) {
+    if (!shell("command -v openssl curl")) GTEST_SKIP() << "openssl or curl is not installed";
+    const std::string key = (dir / "client-key.pem").string();
+    const std::string cert = (dir / "client-cert.pem").string();
+    ASSERT_TRUE(shell(
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+        "-days 1 -keyout " +
+        key + " -out " + cert + " -subj '/CN=Example Common Name/emailAddress=example@kopf.dev'"));
+    WebhookServer server(
+        {.addr = "127.0.0.1", .cadump = (dir / "ca.pem").string(), .verify_cafile = cert});
+    start(server);
+    const auto answer = shell("curl -sf --cacert " + (dir / "ca.pem").string() + " --cert " + cert +
+                              " --key " + key + " -d '{}' " + *config->url + "/x");
+    ASSERT_TRUE(answer.has_value());
+    const json peer = json::parse(*answer)["sslpeer"];
+    EXPECT_EQ(peer["subject"], json::parse(R"([[["commonName", "Example Common Name"]],
+                                                [["emailAddress", "example@kopf.dev"]]])"));
+    EXPECT_EQ(peer["issuer"], peer["subject"]);
+    EXPECT_EQ(peer["version"], 3);
+    EXPECT_FALSE(peer.value("serialNumber", "").empty());
+    EXPECT_NE(peer.value("notAfter", "").find("GMT"), std::string::npos) << peer.dump();
+
+    // Without a certificate (optional verification): no peer.
+    const auto anonymous =
+        shell("curl -sf --cacert " + (dir / "ca.pem").string() + " -d '{}' " + *config->url + "/x");
+    ASSERT_TRUE(anonymous.has_value());
+    EXPECT_FALSE(json::parse(*anonymous).contains("sslpeer"));
 }
 
 TEST_F(Webhooks, StoppedServersCloseTheirPort) {
