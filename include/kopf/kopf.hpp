@@ -9,6 +9,7 @@
 //     KOPF_ON_CREATE(create_fn, "kopfexamples");
 #pragma once
 
+#include <kopf/admission.hpp>
 #include <kopf/api.hpp>
 #include <kopf/context.hpp>
 #include <kopf/diff.hpp>
@@ -26,6 +27,7 @@
 #include <kopf/settings.hpp>
 #include <kopf/storage.hpp>
 #include <kopf/task.hpp>
+#include <kopf/webhooks.hpp>
 #if __has_include(<kopf/connection.hpp>)
 #include <kopf/connection.hpp>
 #endif

@@ -51,6 +51,8 @@ struct IndexCallable {
 };
 void register_index(Registry& registry, Selector selector, IndexOptions options, IndexCallable fn,
                     std::string default_id);
+void register_webhook(Registry& registry, WebhookType type, Selector selector,
+                      AdmissionOptions options, AdmissionCallable fn, std::string default_id);
 void register_probe(Registry& registry, ActivityOptions options,
                     std::function<Task<json>(ActivityContext&)> fn, std::string default_id);
 
@@ -167,9 +169,50 @@ struct SpawningRegistration {
         : SpawningRegistration(n, std::move(s), Options{}, std::move(fn)) {}
 };
 
+/// Registration of validating and mutating handlers.
+template <WebhookType T>
+struct WebhookRegistration {
+    template <class F>
+    WebhookRegistration(Registry& r, Selector s, AdmissionOptions o, F fn,
+                        std::source_location loc = std::source_location::current()) {
+        register_webhook(r, T, std::move(s), std::move(o), make_admission_callable(std::move(fn)),
+                         location_id(loc));
+    }
+    template <class F>
+    WebhookRegistration(Selector s, AdmissionOptions o, F fn,
+                        std::source_location loc = std::source_location::current())
+        : WebhookRegistration(Registry::default_registry(), std::move(s), std::move(o),
+                              std::move(fn), loc) {}
+    template <class F>
+    WebhookRegistration(Selector s, F fn,
+                        std::source_location loc = std::source_location::current())
+        : WebhookRegistration(std::move(s), AdmissionOptions{}, std::move(fn), loc) {}
+    template <class F>
+    WebhookRegistration(Named n, Selector s, AdmissionOptions o, F fn) {
+        register_webhook(Registry::default_registry(), T, std::move(s), std::move(o),
+                         make_admission_callable(std::move(fn)), n.name);
+    }
+    template <class F>
+    WebhookRegistration(Named n, Selector s, F fn)
+        : WebhookRegistration(n, std::move(s), AdmissionOptions{}, std::move(fn)) {}
+};
+
 }  // namespace detail
 
 namespace on {
+
+/// A validating admission handler (kopf/admission.hpp): throw kopf::AdmissionError to reject.
+///
+///     void check(kopf::AdmissionContext& ctx) {
+///         if (ctx.spec.value("field", "") == "wrong") throw kopf::AdmissionError("No!", 400);
+///     }
+///     KOPF_VALIDATE(check, "kopfexamples", {.operations = {"CREATE"}});
+using validate = detail::WebhookRegistration<WebhookType::VALIDATING>;
+/// A mutating admission handler (kopf/admission.hpp): changes the object through `ctx.patch`.
+///
+///     void defaults(kopf::AdmissionContext& ctx) { ctx.patch.spec()["field"] = "default"; }
+///     KOPF_MUTATE(defaults, "kopfexamples");
+using mutate = detail::WebhookRegistration<WebhookType::MUTATING>;
 
 /// A daemon: runs alongside each matching object from when it is first seen until it is
 /// deleted, stops matching, or the operator exits (see kopf/stopped.hpp for `ctx.stopped`).
@@ -430,4 +473,10 @@ inline void execute(
 /// `KOPF_ON_PROBE(fn);` — reported under "fn" (or `.id`) by the liveness endpoint.
 #define KOPF_ON_PROBE(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::probe, fn, __VA_ARGS__)
 #define KOPF_PROBE(fn, ...) KOPF_ON_PROBE(fn, __VA_ARGS__)
+/// `KOPF_VALIDATE(fn, "kopfexamples", {.operations = {"CREATE"}});` — id defaults to "fn".
+#define KOPF_VALIDATE(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::validate, fn, __VA_ARGS__)
+#define KOPF_ON_VALIDATE(fn, ...) KOPF_VALIDATE(fn, __VA_ARGS__)
+/// `KOPF_MUTATE(fn, "kopfexamples", {});` — id defaults to "fn".
+#define KOPF_MUTATE(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::mutate, fn, __VA_ARGS__)
+#define KOPF_ON_MUTATE(fn, ...) KOPF_MUTATE(fn, __VA_ARGS__)
 #define KOPF_ON_LOGIN(fn, ...) KOPF_DETAIL_REGISTER(::kopf::on::login, fn, __VA_ARGS__)

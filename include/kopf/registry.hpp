@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <kopf/admission.hpp>
 #include <kopf/context.hpp>
 #include <kopf/errors.hpp>
 #include <kopf/filters.hpp>
@@ -199,6 +200,18 @@ struct SpawningHandler {
     std::string describe() const;
 };
 
+/// A validating or mutating handler (kopf::on::validate, kopf::on::mutate).
+struct WebhookHandler {
+    std::string id{};
+    WebhookType type = WebhookType::VALIDATING;
+    AdmissionCallable fn{};
+    Selector selector{};
+    std::vector<std::string> field{};  ///< parsed `field`
+    AdmissionOptions options{};
+    /// "Webhook 'id'", as in the log lines.
+    std::string describe() const { return "Webhook '" + id + "'"; }
+};
+
 /// The argument of activity handlers.
 struct ActivityContext {
     OperatorSettings& settings;  ///< mutable in startup handlers
@@ -245,12 +258,14 @@ class Registry {
     std::vector<ActivityHandler> activities;
     std::vector<SpawningHandler> spawning;  ///< daemons and timers
     std::vector<IndexingHandler> indexing;
+    std::vector<WebhookHandler> webhooks;  ///< validating and mutating
 
     void append(ChangingHandler h);
     void append(SpawningHandler h);
     void append(WatchingHandler h);
     void append(ActivityHandler h);
     void append(IndexingHandler h);
+    void append(WebhookHandler h);
     /// Whether any changing/watching handler is declared for this resource.
     bool has_handlers(const Resource& resource) const;
     /// The selectors of all resource handlers (for the runtime to resolve and watch).

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <kopf/logger.hpp>
 #include <kopf/storage.hpp>
+#include <kopf/webhooks.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,9 +70,12 @@ struct ScanningSettings {
 };
 
 struct AdmissionSettings {
-    /// Opaque server configuration for webhooks (set by kopf::kits; see kits headers).
-    std::shared_ptr<void> server;
-    /// Name of the managed [Validating|Mutating]WebhookConfiguration, if any.
+    /// The webhook server or tunnel that serves the admission handlers (kopf/webhooks.hpp):
+    /// `std::make_shared<kopf::WebhookServer>(kopf::WebhookServerOptions{.port = 9443})`.
+    /// Required when there are validating or mutating handlers.
+    std::shared_ptr<WebhookServerBase> server;
+    /// The name of the [Validating|Mutating]WebhookConfiguration that the operator creates and
+    /// keeps up to date with its handlers; none: configured by other means.
     std::optional<std::string> managed;
 };
 

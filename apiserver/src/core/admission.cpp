@@ -111,25 +111,30 @@ bool Engine::admit(RequestInfo& rq, Lock& lock, const std::string& operation, js
         std::string opts_kind = operation == "CREATE"   ? "CreateOptions"
                                 : operation == "UPDATE" ? "UpdateOptions"
                                                         : "DeleteOptions";
+        // As kube-apiserver: empty strings (subResource of the main resource, the name of an
+        // object with generateName, the namespace of cluster-scoped objects) are omitted.
+        json request = {{"uid", uid},
+                        {"kind", gvk},
+                        {"resource", gvr},
+                        {"requestKind", gvk},
+                        {"requestResource", gvr},
+                        {"operation", operation},
+                        {"userInfo", user},
+                        {"object", obj},
+                        {"oldObject", old ? to_view(res, rq.version, *old) : json()},
+                        {"dryRun", rq.dry_run},
+                        {"options", {{"apiVersion", "meta.k8s.io/v1"}, {"kind", opts_kind}}}};
+        if (!rq.sub.empty()) {
+            request["subResource"] = rq.sub;
+            request["requestSubResource"] = rq.sub;
+        }
+        const std::string name =
+            rq.name.empty() && !obj.is_null() ? obj["metadata"].value("name", "") : rq.name;
+        if (!name.empty()) request["name"] = name;
+        if (!rq.ns.empty()) request["namespace"] = rq.ns;
         return json{{"apiVersion", "admission.k8s.io/v1"},
                     {"kind", "AdmissionReview"},
-                    {"request",
-                     {{"uid", uid},
-                      {"kind", gvk},
-                      {"resource", gvr},
-                      {"subResource", rq.sub},
-                      {"requestKind", gvk},
-                      {"requestResource", gvr},
-                      {"requestSubResource", rq.sub},
-                      {"name", rq.name.empty() && !obj.is_null() ? obj["metadata"].value("name", "")
-                                                                 : rq.name},
-                      {"namespace", rq.ns},
-                      {"operation", operation},
-                      {"userInfo", user},
-                      {"object", obj},
-                      {"oldObject", old ? to_view(res, rq.version, *old) : json()},
-                      {"dryRun", rq.dry_run},
-                      {"options", {{"apiVersion", "meta.k8s.io/v1"}, {"kind", opts_kind}}}}}};
+                    {"request", std::move(request)}};
     };
     // Calls one webhook; returns the parsed response or nullopt when ignorable failure.
     auto call = [&](const Hook& hook, const json& obj, bool is_mutating) -> std::optional<json> {

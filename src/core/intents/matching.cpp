@@ -231,3 +231,30 @@ std::vector<std::vector<std::string>> get_extra_fields(const Registry& registry,
 }
 
 }  // namespace kopf::intents
+
+namespace kopf::intents {
+
+bool match(const WebhookHandler& h, const Resource& resource, const std::string& operation,
+           const std::string& subresource, const json& body, const Context& ctx) {
+    if (!h.selector.check(resource)) return false;
+    const auto& operations = h.options.operations;
+    if (!operations.empty() &&
+        std::find(operations.begin(), operations.end(), operation) == operations.end())
+        return false;
+    const bool only_deletion = operations.size() == 1 && operations.front() == "DELETE";
+    if (h.type == WebhookType::MUTATING && operation == "DELETE" && !only_deletion) return false;
+    const auto& wanted = h.options.subresource;
+    if (wanted ? (*wanted != "*" && *wanted != subresource) : !subresource.empty()) return false;
+    if (!h.options.labels.empty() &&
+        !matches_metadata(h.options.labels, dicts::resolve(body, {"metadata", "labels"}), ctx))
+        return false;
+    if (!h.options.annotations.empty() &&
+        !matches_metadata(h.options.annotations, dicts::resolve(body, {"metadata", "annotations"}),
+                          ctx))
+        return false;
+    if (!matches_field_values(h.field, h.options.value, {dicts::resolve(body, h.field)}, ctx))
+        return false;
+    return !h.options.when || h.options.when(ctx);
+}
+
+}  // namespace kopf::intents

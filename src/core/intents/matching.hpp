@@ -22,6 +22,12 @@ bool match(const SpawningHandler& handler, const Resource& resource, const json&
 bool match(const IndexingHandler& handler, const Resource& resource, const json& body,
            const Context& ctx);
 
+/// Admission handlers: resource, operation, subresource (none, a name, or "*"), labels,
+/// annotations, the field's value in the body, `when`. Mutating handlers see DELETE only when it
+/// is their only operation (as in Kopf).
+bool match(const WebhookHandler& handler, const Resource& resource, const std::string& operation,
+           const std::string& subresource, const json& body, const Context& ctx);
+
 /// Changing handlers selected for this cause (reason, resume mixing, filters), deduplicated.
 std::vector<const ChangingHandler*> get_changing_handlers(
     const std::vector<ChangingHandler>& handlers, const ChangingCause& cause, const Context& ctx);

@@ -1,4 +1,5 @@
 // Registration of handlers into registries (Kopf's on.py and registries.py).
+#include <algorithm>
 #include <kopf/on.hpp>
 #include <stdexcept>
 
@@ -28,6 +29,21 @@ void Registry::append(IndexingHandler h) {
         }
     }
     indexing.push_back(std::move(h));
+}
+
+void Registry::append(WebhookHandler h) {
+    // The id is the webhook's URL path and its name in the managed configurations.
+    for (const auto& other : webhooks) {
+        if (other.id == h.id) {
+            throw std::invalid_argument("Webhook '" + h.id +
+                                        "' is registered twice: webhook ids must be unique.");
+        }
+    }
+    webhooks.push_back(std::move(h));
+}
+
+const char* to_string(WebhookType type) {
+    return type == WebhookType::MUTATING ? "mutating" : "validating";
 }
 
 bool Registry::has_handlers(const Resource& resource) const {
@@ -116,6 +132,28 @@ void register_changing(Registry& registry, ChangingKind kind, Selector selector,
             h.field_needs_change = true;
             break;
     }
+    h.options = std::move(options);
+    registry.append(std::move(h));
+}
+
+void register_webhook(Registry& registry, WebhookType type, Selector selector,
+                      AdmissionOptions options, AdmissionCallable fn, std::string default_id) {
+    static const std::vector<std::string> known = {"CREATE", "UPDATE", "DELETE", "CONNECT"};
+    WebhookHandler h;
+    h.type = type;
+    h.field = dicts::parse_field(options.field);
+    h.id = make_id(options.id, default_id, h.field);
+    if (!fn)
+        throw std::invalid_argument("The handler function of webhook '" + h.id + "' is empty.");
+    for (const auto& operation : options.operations) {
+        if (std::find(known.begin(), known.end(), operation) == known.end())
+            throw std::invalid_argument("Webhook '" + h.id + "': unknown operation '" + operation +
+                                        "' (use CREATE, UPDATE, DELETE or CONNECT).");
+    }
+    if (options.value.is_set() && h.field.empty())
+        throw std::invalid_argument("Webhook '" + h.id + "': value filters need a .field option.");
+    h.fn = std::move(fn);
+    h.selector = std::move(selector);
     h.options = std::move(options);
     registry.append(std::move(h));
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -17,11 +18,14 @@
 #include <optional>
 #include <thread>
 
+#include "clients/api.hpp"
 #include "core/actions/logging.hpp"
 #include "core/engines/activities.hpp"
+#include "core/engines/admission.hpp"
 #include "core/engines/indexing.hpp"
 #include "core/engines/posting.hpp"
 #include "core/engines/probing.hpp"
+#include "core/engines/webhook_configurations.hpp"
 #include "core/reactor/namespaces.hpp"
 #include "core/reactor/serving.hpp"
 #include "kopf/connection.hpp"
@@ -32,6 +36,7 @@
 #include "kopf/task.hpp"
 #include "loop/background_tasks.hpp"
 #include "loop/loop_executor.hpp"
+#include "structs/references.hpp"
 
 namespace asio = boost::asio;
 
@@ -160,6 +165,36 @@ class ExitGuard {
     bool signalled_ = false;  // only touched on the control thread
     std::thread thread_;
 };
+
+// The served resources for the admission handlers' selectors (short names, categories), once at
+// the start; none without admission handlers, or when the discovery fails (logged).
+std::vector<Resource> discover_webhook_resources(asio::io_context& io, ResourceServing& serving,
+                                                 const Registry& registry) {
+    std::vector<Resource> resources;
+    if (registry.webhooks.empty()) return resources;
+    bool done = false;
+    std::exception_ptr error;
+    std::vector<structs::Resource> found;
+    asio::co_spawn(io, serving.api().discover(),
+                   [&](std::exception_ptr e, std::vector<structs::Resource> result) {
+                       error = e;
+                       found = std::move(result);
+                       done = true;
+                   });
+    while (!done) {
+        io.restart();
+        io.run_one();
+    }
+    if (error) {
+        logger("kopf.reactor.running")
+            ->warn("The resources of the admission handlers are not discovered: {}",
+                   describe(error));
+    }
+    for (const auto& resource : found) resources.push_back(structs::to_public(resource));
+    logger("kopf.reactor.running")
+        ->debug("{} resources are discovered for the admission handlers.", resources.size());
+    return resources;
+}
 
 }  // namespace
 
@@ -296,6 +331,31 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         },
         indices_data, operator_memo);
     if (options.client) *options.client = serving.client();
+    // The admission webhooks: served on the loop from the server's own thread; stopped first
+    // at the exit (Kopf stops its webhook server with the other root tasks).
+    auto admission_env = std::make_shared<const engines::AdmissionEnv>(
+        engines::AdmissionEnv{registry, settings, memo, indices, &serving.client(),
+                              discover_webhook_resources(io, serving, registry)});
+    // With settings.admission.managed, the webhook configurations follow the server's address.
+    std::optional<engines::WebhookConfigurations> configurations;
+    if (settings.admission.managed) {
+        configurations.emplace(io, serving.api(), registry, *settings.admission.managed);
+    }
+    auto reconfigure = [&configurations](const WebhookClientConfig& config) {
+        if (configurations) configurations->configure(config);
+    };
+    std::shared_ptr<WebhookServerBase> webhook_server;
+    try {
+        webhook_server = engines::start_admission_server(executor, admission_env, reconfigure);
+    } catch (const std::exception& error) {
+        throw StartupError(error.what());
+    }
+    struct WebhookServerStopper {
+        std::shared_ptr<WebhookServerBase>& server;
+        ~WebhookServerStopper() {
+            if (server) server->stop();
+        }
+    } webhook_server_stopper{webhook_server};
     serving.start(
         [&] {
             log->debug("The operator is ready.");
@@ -308,6 +368,19 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     while (!stopping) {
         io.restart();
         io.run_one();
+    }
+    if (webhook_server) {
+        webhook_server->stop();
+        webhook_server = nullptr;
+    }
+    if (configurations) {
+        // Only the persistent handlers' webhooks stay (while the API client still works).
+        bool cleaned = false;
+        configurations->clean_up([&cleaned] { cleaned = true; });
+        while (!cleaned) {
+            io.restart();
+            io.run_one();
+        }
     }
     bool served_out = false;
     serving.stop([&] { served_out = true; });

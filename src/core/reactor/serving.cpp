@@ -460,6 +460,10 @@ const kopf::Client& ResourceServing::client() const {
     return impl_->client;
 }
 
+clients::ApiClient& ResourceServing::api() {
+    return impl_->api;
+}
+
 void ResourceServing::close_client() {
     clients::close_client_core(*impl_->client_core);
 }

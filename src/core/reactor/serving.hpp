@@ -21,6 +21,10 @@ namespace boost::asio {
 class io_context;
 }
 
+namespace kopf::clients {
+class ApiClient;
+}  // namespace kopf::clients
+
 namespace kopf::runtime {
 
 class PostingContext;
@@ -56,6 +60,8 @@ class ResourceServing {
 
     // The operator's API client for handlers (kopf/api.hpp), on this serving's ApiClient.
     const kopf::Client& client() const;
+    // The operator's ApiClient (the managed webhook configurations use it).
+    clients::ApiClient& api();
     // Ends the client's calls (at the operator's exit, on the loop, before it is destroyed).
     void close_client();
 

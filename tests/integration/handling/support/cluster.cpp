@@ -218,6 +218,12 @@ void HandlingTest::remove(const std::string& name) {
     client_->call(client_->api->remove(kopfexamples(), "default", name));
 }
 
+json HandlingTest::request(const std::string& method, const std::string& path, const json& body) {
+    std::optional<json> payload;
+    if (!body.is_null()) payload = body;
+    return client_->call(client_->api->request(method, path, payload));
+}
+
 std::optional<json> HandlingTest::kopf_annotation(const std::string& name, const std::string& key) {
     auto body = get(name);
     if (!body) return std::nullopt;

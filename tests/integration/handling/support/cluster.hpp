@@ -95,6 +95,10 @@ class HandlingTest : public ::testing::Test {
     std::optional<json> get(const std::string& name);  // nullopt when the object is gone
     json patch(const std::string& name, const json& merge_patch);
     void remove(const std::string& name);
+    // Any API call ("POST", "/apis/...", body) as the cluster's admin; the JSON answer.
+    json request(const std::string& method, const std::string& path, const json& body = nullptr);
+    // The directory of this test's files (the kubeconfig is kubeconfig.yaml in it).
+    const std::filesystem::path& workdir() const { return dir_; }
 
     // A Kopf annotation of the object ("kopf.zalando.org/<key>"), parsed as JSON (the diff base
     // and progress records are JSON), or nullopt when absent.

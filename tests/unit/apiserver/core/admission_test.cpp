@@ -178,3 +178,25 @@ TEST(Admission, ObjectSelectorLimitsMatching) {
     checked["metadata"]["labels"] = {{"checked", "yes"}};
     EXPECT_EQ(post(core, kCms, checked).status, 400);
 }
+
+// What kube-apiserver sends: no subResource/requestSubResource for the main resource (Kopf
+// matches its handlers on the missing field), the name and namespace, the options' kind.
+TEST(Admission, ReviewsOfTheMainResourceCarryNoSubResource) {
+    auto transport = std::make_shared<FakeTransport>();
+    transport->respond = [](const json&) { return json{{"allowed", true}}; };
+    CoreOptions opts;
+    opts.admission = transport;
+    ApiCore core(opts);
+    post(core, kValidating, config("v"));
+    ASSERT_EQ(post(core, kCms, configmap("a")).status, 201);
+    ASSERT_EQ(transport->requests.size(), 1u);
+    const json& request = transport->requests[0]["request"];
+    EXPECT_FALSE(request.contains("subResource")) << request.dump();
+    EXPECT_FALSE(request.contains("requestSubResource")) << request.dump();
+    EXPECT_EQ(request["name"], "a");
+    EXPECT_EQ(request["namespace"], "default");
+    EXPECT_EQ(request["resource"],
+              json({{"group", ""}, {"version", "v1"}, {"resource", "configmaps"}}));
+    EXPECT_EQ(request["options"]["kind"], "CreateOptions");
+    EXPECT_TRUE(request["oldObject"].is_null());
+}

@@ -1,0 +1,134 @@
+// Webhook servers for admission handlers (Kopf's "Admission control": servers and tunnels).
+//
+//     KOPF_ON_STARTUP(configure, {});
+//     void configure(kopf::ActivityContext& ctx) {
+//         ctx.settings.admission.server = std::make_shared<kopf::WebhookServer>(
+//             kopf::WebhookServerOptions{.addr = "0.0.0.0", .port = 9443, .host = "my-op.local"});
+//         ctx.settings.admission.managed = "auto.kopf.dev";
+//     }
+//
+// A server listens for AdmissionReview requests (POST <path>/<handler-id>) and hands them to the
+// operator's admission engine; it tells the operator how the API server reaches it (a URL or a
+// service, and the CA bundle), which the managed webhook configurations then carry.
+#pragma once
+
+#include <functional>
+#include <kopf/json.hpp>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kopf {
+
+/// How the API server reaches a webhook server: `clientConfig` of a webhook configuration
+/// without the handler's id (the operator appends "/<id>" to the URL or the service's path).
+struct WebhookClientConfig {
+    std::optional<std::string> url{};  ///< "https://host:port/path"
+    /// Or a service: {"namespace", "name", "port", "path"} (Kubernetes' ServiceReference).
+    std::optional<json> service{};
+    std::string ca_bundle{};  ///< PEM; sent base64-encoded as `caBundle`; empty: none
+    /// As in a webhook configuration: {"url": ..., "caBundle": base64(PEM)}.
+    json to_json() const;
+    bool operator==(const WebhookClientConfig&) const = default;
+};
+
+/// One HTTP request that a webhook server received.
+struct WebhookRequest {
+    std::string body{};     ///< the AdmissionReview as sent (parsed by the operator)
+    std::string webhook{};  ///< the handler id from the URL path ("" for all handlers)
+    std::map<std::string, std::string> headers{};
+    json sslpeer = json::object();  ///< the client certificate's subject/issuer, if one was sent
+};
+
+/// What the server answers: 200 with an AdmissionReview, or an error for bad requests.
+struct WebhookResponse {
+    int status = 200;
+    json body = json::object();
+};
+
+/// Serves one request; calls `reply` once (on the operator's loop thread), maybe later.
+using WebhookFn = std::function<void(WebhookRequest request,
+                                     std::function<void(WebhookResponse response)> reply)>;
+
+/// A webhook server or tunnel: the extension point for servers of one's own.
+/// `start` begins serving in the background and calls `configured` (from any thread) once it
+/// can be reached, and again whenever that changes; `stop` ends serving and waits for it.
+class WebhookServerBase {
+  public:
+    virtual ~WebhookServerBase() = default;
+    virtual void start(WebhookFn fn, std::function<void(WebhookClientConfig)> configured) = 0;
+    virtual void stop() = 0;
+};
+
+/// Client-certificate verification of a webhook server (Python's ssl.VerifyMode).
+enum class VerifyMode { NONE, OPTIONAL, REQUIRED };
+
+/// Options of kopf::WebhookServer, as Kopf's `kopf.WebhookServer(...)` arguments.
+struct WebhookServerOptions {
+    std::optional<std::string> addr{};  ///< where to listen; default: all interfaces
+    std::optional<int> port{};          ///< default: a free port
+    std::optional<std::string> path{};  ///< the root path of the webhooks; default: none
+    /// The host name in the URL that the API server is given; default: addr (or "localhost").
+    std::optional<std::string> host{};
+    std::optional<std::string> cadata{};    ///< PEM CA bundle for the clients (caBundle)
+    std::optional<std::string> cafile{};    ///< the same, from a file
+    std::optional<std::string> cadump{};    ///< where to write the CA bundle (e.g. for curl)
+    bool insecure = false;                  ///< plain HTTP (development only)
+    std::optional<std::string> certfile{};  ///< the server's certificate (PEM); default: generated
+    std::optional<std::string> pkeyfile{};  ///< its private key (PEM)
+    std::optional<std::string> password{};  ///< of the private key
+    std::vector<std::string> extra_sans{};  ///< more DNS names/IPs in a generated certificate
+    std::optional<VerifyMode> verify_mode{};     ///< client certificates; default: not asked
+    std::optional<std::string> verify_cafile{};  ///< CA to verify client certificates
+    std::optional<std::string> verify_capath{};
+    std::optional<std::string> verify_cadata{};
+};
+
+/// A local HTTPS server (HTTP with `.insecure`). Without a certificate, it generates a
+/// self-signed CA and a serving certificate for `host`, `addr` and `extra_sans`; the CA goes
+/// to the webhook configurations as the caBundle (and to `cadump`).
+class WebhookServer : public WebhookServerBase {
+  public:
+    explicit WebhookServer(WebhookServerOptions options = {});
+    ~WebhookServer() override;
+    WebhookServer(const WebhookServer&) = delete;
+    WebhookServer& operator=(const WebhookServer&) = delete;
+
+    void start(WebhookFn fn, std::function<void(WebhookClientConfig)> configured) override;
+    void stop() override;
+
+    const WebhookServerOptions& options() const { return options_; }
+    /// The bound port once started (useful with no port given); 0 before.
+    int port() const;
+
+  protected:
+    /// The host name that the API server uses to reach this machine, if not `.host`.
+    virtual std::optional<std::string> default_host() const { return std::nullopt; }
+
+  private:
+    WebhookServerOptions options_;
+    struct Impl;
+    std::shared_ptr<Impl> impl_;
+};
+
+/// For K3d/K3s clusters: the API server reaches the host as "host.k3d.internal".
+class WebhookK3dServer : public WebhookServer {
+  public:
+    using WebhookServer::WebhookServer;
+
+  protected:
+    std::optional<std::string> default_host() const override { return "host.k3d.internal"; }
+};
+
+/// For Minikube: the API server reaches the host as "host.minikube.internal".
+class WebhookMinikubeServer : public WebhookServer {
+  public:
+    using WebhookServer::WebhookServer;
+
+  protected:
+    std::optional<std::string> default_host() const override { return "host.minikube.internal"; }
+};
+
+}  // namespace kopf

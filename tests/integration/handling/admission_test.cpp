@@ -1,0 +1,424 @@
+// Admission webhooks end to end: the operator's webhook server (kopf::WebhookServer) serves its
+// validating and mutating handlers to the embedded API server, which calls them as configured
+// by a Validating/MutatingWebhookConfiguration; what a client sees — refusals with the handler's
+// message and code, mutations on the stored object, warnings and dry runs in kubectl — and the
+// failure policy when the webhook cannot be reached.
+#include <cstdio>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <sstream>
+
+#include "support/cluster.hpp"
+
+namespace kopf::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string read_text(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+}
+
+std::string base64(const std::string& text) {
+    static const char* chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    std::size_t i = 0;
+    for (; i + 2 < text.size(); i += 3) {
+        const unsigned n = (static_cast<unsigned char>(text[i]) << 16) |
+                           (static_cast<unsigned char>(text[i + 1]) << 8) |
+                           static_cast<unsigned char>(text[i + 2]);
+        for (int shift : {18, 12, 6, 0}) out += chars[(n >> shift) & 63];
+    }
+    if (i < text.size()) {
+        unsigned n = static_cast<unsigned char>(text[i]) << 16;
+        if (i + 1 < text.size()) n |= static_cast<unsigned char>(text[i + 1]) << 8;
+        out += chars[(n >> 18) & 63];
+        out += chars[(n >> 12) & 63];
+        out += i + 1 < text.size() ? chars[(n >> 6) & 63] : '=';
+        out += '=';
+    }
+    return out;
+}
+
+class AdmissionHandling : public HandlingTest {
+  protected:
+    Registry registry;
+    std::shared_ptr<WebhookServer> webhooks;
+
+    // Starts the operator with a webhook server on a free port of the loopback (its CA dumped).
+    std::unique_ptr<OperatorThread> start(WebhookServerOptions options = {}) {
+        options.addr = "127.0.0.1";
+        options.cadump = (workdir() / "ca.pem").string();
+        webhooks = std::make_shared<WebhookServer>(options);
+        OperatorSettings settings = fast_settings();
+        settings.admission.server = webhooks;
+        return start_operator(registry, settings);
+    }
+
+    // A webhook configuration pointing at one handler of the operator's webhook server.
+    void configure(const std::string& kind, const std::string& id,
+                   const std::string& failure_policy = "Fail", int port = 0) {
+        const std::string plural = kind == "ValidatingWebhookConfiguration"
+                                       ? "validatingwebhookconfigurations"
+                                       : "mutatingwebhookconfigurations";
+        json webhook = {{"name", id + ".kopf.dev"},
+                        {"clientConfig",
+                         {{"url", "https://127.0.0.1:" +
+                                      std::to_string(port ? port : webhooks->port()) + "/" + id},
+                          {"caBundle", base64(read_text(workdir() / "ca.pem"))}}},
+                        {"rules",
+                         {{{"apiGroups", {"kopf.dev"}},
+                           {"apiVersions", {"v1"}},
+                           {"resources", {"kopfexamples"}},
+                           {"operations", {"CREATE", "UPDATE"}}}}},
+                        {"failurePolicy", failure_policy},
+                        {"sideEffects", "None"},
+                        {"admissionReviewVersions", {"v1"}}};
+        request("POST", "/apis/admissionregistration.k8s.io/v1/" + plural,
+                {{"apiVersion", "admissionregistration.k8s.io/v1"},
+                 {"kind", kind},
+                 {"metadata", {{"name", id + ".kopf.dev"}}},
+                 {"webhooks", {webhook}}});
+    }
+
+    // kubectl with this test's cluster; stdout and stderr together.
+    std::string kubectl(const std::string& args) {
+        const std::string command =
+            "kubectl --kubeconfig=" + (workdir() / "kubeconfig.yaml").string() + " " + args +
+            " 2>&1";
+        std::string output;
+        if (FILE* pipe = ::popen(command.c_str(), "r")) {
+            char buffer[4096];
+            while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe))
+                output.append(buffer, n);
+            ::pclose(pipe);
+        }
+        return output;
+    }
+    std::string kubectl_create(const json& body, const std::string& flags = "") {
+        const auto path = workdir() / "object.json";
+        std::ofstream(path) << body.dump();
+        return kubectl("create --validate=false " + flags + " -f " + path.string());
+    }
+};
+
+void reject_wrong(AdmissionContext& ctx) {
+    if (ctx.spec.value("field", "") == "wrong")
+        throw AdmissionError("Meh! I don't like it. Change the field.", 400);
+}
+
+TEST_F(AdmissionHandling, AValidatingHandlerRefusesWithItsMessageAndCode) {
+    on::validate check(registry, "kopfexamples", {.id = "check"}, reject_wrong);
+    auto op = start();
+    configure("ValidatingWebhookConfiguration", "check");
+
+    try {
+        create(example("kex-wrong", {{"field", "wrong"}}));
+        FAIL() << "the object was created";
+    } catch (const ApiError& error) {
+        EXPECT_EQ(error.code(), 400);
+        EXPECT_NE(error.message().find("Meh! I don't like it. Change the field."),
+                  std::string::npos)
+            << error.message();
+    }
+    EXPECT_FALSE(get("kex-wrong").has_value());
+    create(example("kex-right", {{"field", "right"}}));
+    EXPECT_TRUE(get("kex-right").has_value());
+}
+
+TEST_F(AdmissionHandling, HandlersOfShortNamesServeTheirResource) {
+    on::validate check(registry, "kex", {.id = "check"}, reject_wrong);
+    auto op = start();
+    configure("ValidatingWebhookConfiguration", "check");
+    try {
+        create(example("kex-wrong", {{"field", "wrong"}}));
+        FAIL() << "the object was created";
+    } catch (const ApiError& error) {
+        EXPECT_EQ(error.code(), 400) << error.message();
+    }
+    EXPECT_FALSE(get("kex-wrong").has_value());
+}
+
+TEST_F(AdmissionHandling, AnyOtherExceptionRefusesWithCode500) {
+    on::validate check(registry, "kopfexamples", {.id = "check"},
+                       [](AdmissionContext&) { throw std::runtime_error("Something broke."); });
+    auto op = start();
+    configure("ValidatingWebhookConfiguration", "check");
+    try {
+        create(example("kex-1", {{"field", "x"}}));
+        FAIL() << "the object was created";
+    } catch (const ApiError& error) {
+        EXPECT_EQ(error.code(), 500);
+        EXPECT_NE(error.message().find("Something broke."), std::string::npos) << error.message();
+    }
+}
+
+TEST_F(AdmissionHandling, AMutatingHandlersPatchLandsOnTheStoredObject) {
+    on::mutate defaults(registry, "kopfexamples", {.id = "defaults"}, [](AdmissionContext& ctx) {
+        if (!ctx.spec.contains("replicas")) ctx.patch.spec()["replicas"] = 3;
+        ctx.patch["metadata"]["labels"]["mutated-by"] = "kopf";
+    });
+    auto op = start();
+    configure("MutatingWebhookConfiguration", "defaults");
+
+    const json created = create(example("kex-1", {{"field", "x"}}));
+    EXPECT_EQ(created["spec"]["replicas"], 3);
+    const auto stored = get("kex-1");
+    ASSERT_TRUE(stored.has_value());
+    EXPECT_EQ((*stored)["spec"]["replicas"], 3);
+    EXPECT_EQ((*stored)["spec"]["field"], "x");
+    EXPECT_EQ((*stored)["metadata"]["labels"]["mutated-by"], "kopf");
+}
+
+TEST_F(AdmissionHandling, WarningsAndRefusalsReachKubectl) {
+    on::validate check(registry, "kopfexamples", {.id = "check"}, [](AdmissionContext& ctx) {
+        ctx.warnings.push_back("Accessing as user " +
+                               ctx.userinfo.value("username", std::string("?")) + ".");
+        reject_wrong(ctx);
+    });
+    auto op = start();
+    configure("ValidatingWebhookConfiguration", "check");
+
+    const std::string accepted = kubectl_create(example("kex-1", {{"field", "right"}}));
+    EXPECT_NE(accepted.find("Warning: Accessing as user"), std::string::npos) << accepted;
+    EXPECT_NE(accepted.find("kopfexample.kopf.dev/kex-1 created"), std::string::npos) << accepted;
+    const std::string refused = kubectl_create(example("kex-2", {{"field", "wrong"}}));
+    EXPECT_NE(refused.find("denied the request: Meh! I don't like it. Change the field."),
+              std::string::npos)
+        << refused;
+}
+
+TEST_F(AdmissionHandling, ServerSideDryRunsReachHandlersAndLeaveNothing) {
+    auto dryruns = std::make_shared<Calls>();
+    on::validate check(registry, "kopfexamples", {.id = "check"},
+                       [dryruns](AdmissionContext& ctx) { dryruns->add("call", ctx.dryrun); });
+    auto op = start();
+    configure("ValidatingWebhookConfiguration", "check");
+
+    const std::string output =
+        kubectl_create(example("kex-dry", {{"field", "x"}}), "--dry-run=server");
+    EXPECT_NE(output.find("created (server dry run)"), std::string::npos) << output;
+    ASSERT_EQ(dryruns->count("call"), 1);
+    EXPECT_EQ(dryruns->details("call")[0], true);
+    EXPECT_FALSE(get("kex-dry").has_value());
+}
+
+TEST_F(AdmissionHandling, TheFailurePolicyDecidesWhenTheOperatorIsDown) {
+    on::validate check(registry, "kopfexamples", {.id = "check"}, reject_wrong);
+    auto op = start();
+    const int port = webhooks->port();
+    configure("ValidatingWebhookConfiguration", "check");
+    EXPECT_EQ(op->stop(), "");
+    op.reset();
+
+    // Failing closed: nothing passes while the webhook is unreachable.
+    try {
+        create(example("kex-closed", {{"field", "right"}}));
+        FAIL() << "the object was created";
+    } catch (const ApiError& error) {
+        EXPECT_NE(error.message().find("failed calling webhook"), std::string::npos)
+            << error.message();
+    }
+    // Failing open (ignore_failures): everything passes, even what the handler would refuse.
+    request("DELETE",
+            "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/check.kopf.dev");
+    configure("ValidatingWebhookConfiguration", "check", "Ignore", port);
+    create(example("kex-open", {{"field", "wrong"}}));
+    EXPECT_TRUE(get("kex-open").has_value());
+}
+
+TEST_F(AdmissionHandling, AServerRequiringClientCertificatesRefusesApiServersWithoutThem) {
+    on::validate check(registry, "kopfexamples", {.id = "check"}, [](AdmissionContext&) {});
+    auto op = start({.verify_mode = VerifyMode::REQUIRED});
+    configure("ValidatingWebhookConfiguration", "check");
+    try {
+        create(example("kex-1", {{"field", "x"}}));
+        FAIL() << "the object was created";
+    } catch (const ApiError& error) {
+        EXPECT_NE(error.message().find("failed calling webhook"), std::string::npos)
+            << error.message();
+    }
+}
+
+const std::string kValidatingConfigs =
+    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/";
+const std::string kMutatingConfigs =
+    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/";
+
+std::vector<std::string> webhook_names(const json& configuration) {
+    std::vector<std::string> names;
+    for (const auto& webhook : configuration.value("webhooks", json::array()))
+        names.push_back(webhook["name"]);
+    return names;
+}
+
+TEST_F(AdmissionHandling, ManagedConfigurationsServeTheHandlersAndKeepOnlyPersistentOnes) {
+    on::validate check(registry, "kopfexamples", {.id = "check"}, reject_wrong);
+    on::validate audit(registry, "kopfexamples", {.id = "audit", .persistent = true},
+                       [](AdmissionContext&) {});
+    on::mutate defaults(registry, "kopfexamples", {.id = "defaults", .ignore_failures = true},
+                        [](AdmissionContext& ctx) { ctx.patch.spec()["defaulted"] = true; });
+    WebhookServerOptions options;
+    options.addr = "127.0.0.1";
+    webhooks = std::make_shared<WebhookServer>(options);
+    OperatorSettings settings = fast_settings();
+    settings.admission.server = webhooks;
+    settings.admission.managed = "auto.kopf.dev";
+    auto op = start_operator(registry, settings);
+
+    json validating, mutating;
+    ASSERT_TRUE(eventually([&] {
+        try {
+            validating = request("GET", kValidatingConfigs + "auto.kopf.dev");
+            mutating = request("GET", kMutatingConfigs + "auto.kopf.dev");
+        } catch (const ApiError&) {
+            return false;
+        }
+        return webhook_names(validating).size() == 2 && webhook_names(mutating).size() == 1;
+    })) << validating.dump(2);
+    EXPECT_EQ(webhook_names(validating),
+              (std::vector<std::string>{"check.auto.kopf.dev", "audit.auto.kopf.dev"}));
+    EXPECT_EQ(webhook_names(mutating), std::vector<std::string>{"defaults.auto.kopf.dev"});
+    const json& webhook = validating["webhooks"][0];
+    EXPECT_EQ(webhook["clientConfig"]["url"],
+              "https://127.0.0.1:" + std::to_string(webhooks->port()) + "/check");
+    EXPECT_FALSE(webhook["clientConfig"].value("caBundle", "").empty());
+    EXPECT_EQ(webhook["failurePolicy"], "Fail");
+    EXPECT_EQ(mutating["webhooks"][0]["failurePolicy"], "Ignore");
+    EXPECT_EQ(webhook["rules"][0]["resources"], json({"kopfexamples"}));
+    EXPECT_EQ(webhook["rules"][0]["apiGroups"], json({"kopf.dev"}));
+
+    // The API server reaches the handlers with what the configurations say.
+    try {
+        create(example("kex-wrong", {{"field", "wrong"}}));
+        FAIL() << "the object was created";
+    } catch (const ApiError& error) {
+        EXPECT_NE(error.message().find("Meh!"), std::string::npos) << error.message();
+    }
+    EXPECT_EQ(create(example("kex-right", {{"field", "right"}}))["spec"]["defaulted"], true);
+
+    // At the exit, only the persistent handlers' webhooks stay.
+    EXPECT_EQ(op->stop(), "");
+    EXPECT_EQ(webhook_names(request("GET", kValidatingConfigs + "auto.kopf.dev")),
+              std::vector<std::string>{"audit.auto.kopf.dev"});
+    EXPECT_TRUE(webhook_names(request("GET", kMutatingConfigs + "auto.kopf.dev")).empty());
+}
+
+TEST_F(AdmissionHandling, ManagedConfigurationsFollowTheHandlersOfTheNextRun) {
+    on::validate first(registry, "kopfexamples", {.id = "first", .persistent = true},
+                       [](AdmissionContext&) {});
+    OperatorSettings settings = fast_settings();
+    settings.admission.server =
+        std::make_shared<WebhookServer>(WebhookServerOptions{.addr = "127.0.0.1"});
+    settings.admission.managed = "auto.kopf.dev";
+    start_operator(registry, settings)->stop();
+    EXPECT_EQ(webhook_names(request("GET", kValidatingConfigs + "auto.kopf.dev")),
+              std::vector<std::string>{"first.auto.kopf.dev"});
+
+    Registry next;
+    on::validate second(next, "kopfexamples", {.id = "second", .persistent = true},
+                        [](AdmissionContext&) {});
+    settings.admission.server =
+        std::make_shared<WebhookServer>(WebhookServerOptions{.addr = "127.0.0.1"});
+    start_operator(next, settings)->stop();
+    EXPECT_EQ(webhook_names(request("GET", kValidatingConfigs + "auto.kopf.dev")),
+              std::vector<std::string>{"second.auto.kopf.dev"});
+}
+
+// A server of one's own (the extension point of kopf/webhooks.hpp): requests are handed to the
+// operator directly, and the webhooks say where a (fictional) proxy reaches it.
+class InProcessServer : public WebhookServerBase {
+  public:
+    void start(WebhookFn fn, std::function<void(WebhookClientConfig)> configured) override {
+        {
+            std::lock_guard lock(mutex_);
+            fn_ = std::move(fn);
+        }
+        configured(WebhookClientConfig{.url = "https://proxy.example/hooks", .ca_bundle = "PEM"});
+    }
+    void stop() override {
+        std::lock_guard lock(mutex_);
+        fn_ = nullptr;
+    }
+    WebhookResponse call(WebhookRequest request) {
+        auto answer = std::make_shared<std::promise<WebhookResponse>>();
+        auto arrived = answer->get_future();
+        {
+            std::lock_guard lock(mutex_);
+            fn_(std::move(request), [answer](WebhookResponse r) { answer->set_value(r); });
+        }
+        return arrived.get();
+    }
+
+  private:
+    std::mutex mutex_;
+    WebhookFn fn_;
+};
+
+TEST_F(AdmissionHandling, ServersOfOnesOwnServeTheHandlersAndTheManagedWebhooks) {
+    on::validate check(registry, "kopfexamples", {.id = "check"}, reject_wrong);
+    auto server = std::make_shared<InProcessServer>();
+    OperatorSettings settings = fast_settings();
+    settings.admission.server = server;
+    settings.admission.managed = "own.kopf.dev";
+    auto op = start_operator(registry, settings);
+
+    json configuration;
+    ASSERT_TRUE(eventually([&] {
+        try {
+            configuration = request("GET", kValidatingConfigs + "own.kopf.dev");
+        } catch (const ApiError&) {
+            return false;
+        }
+        return webhook_names(configuration).size() == 1;
+    }));
+    EXPECT_EQ(configuration["webhooks"][0]["clientConfig"]["url"],
+              "https://proxy.example/hooks/check");
+    EXPECT_EQ(configuration["webhooks"][0]["clientConfig"]["caBundle"], "UEVN");  // "PEM"
+
+    WebhookRequest review;
+    review.webhook = "check";
+    review.body =
+        json{{"apiVersion", "admission.k8s.io/v1"},
+             {"kind", "AdmissionReview"},
+             {"request",
+              {{"uid", "u1"},
+               {"kind", {{"group", "kopf.dev"}, {"version", "v1"}, {"kind", "KopfExample"}}},
+               {"resource",
+                {{"group", "kopf.dev"}, {"version", "v1"}, {"resource", "kopfexamples"}}},
+               {"operation", "CREATE"},
+               {"userInfo", {{"username", "someone"}}},
+               {"object", example("kex-1", {{"field", "wrong"}})}}}}
+            .dump();
+    const WebhookResponse answer = server->call(review);
+    EXPECT_EQ(answer.status, 200);
+    EXPECT_EQ(answer.body["response"]["uid"], "u1");
+    EXPECT_EQ(answer.body["response"]["allowed"], false);
+    EXPECT_EQ(answer.body["response"]["status"]["code"], 400);
+}
+
+TEST_F(AdmissionHandling, AdmissionHandlersWithoutAServerStopTheStart) {
+    on::validate check(registry, "kopfexamples", {.id = "check"}, [](AdmissionContext&) {});
+    OperatorSettings settings = fast_settings();
+    OperatorFlag stop, ready;
+    RunOptions options;
+    options.namespaces = {"default"};
+    options.standalone = true;
+    options.registry = &registry;
+    options.settings = &settings;
+    options.stop_flag = &stop;
+    try {
+        operator_(options);
+        FAIL() << "the operator started";
+    } catch (const std::exception& error) {
+        EXPECT_NE(std::string(error.what()).find("settings.admission.server"), std::string::npos)
+            << error.what();
+    }
+}
+
+}  // namespace
+}  // namespace kopf::testing
