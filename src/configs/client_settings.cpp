@@ -12,6 +12,7 @@ clients::ClientSettings client_settings(const OperatorSettings& settings) {
     out.enforce_retry_after = settings.networking.enforce_retry_after;
     out.qps = settings.networking.qps;
     out.burst = settings.networking.burst;
+    out.pool_limit = settings.networking.connection_limit;
     return out;
 }
 
