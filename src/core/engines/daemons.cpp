@@ -347,9 +347,18 @@ actions::InvocationEnv invocation_env(Daemon& d) {
     return env;
 }
 
-// Kopf's initial_delay.
-std::optional<double> initial_delay(const Daemon& d) {
-    return d.handler->initial_delay;
+// Kopf's initial_delay, fixed or a function of the handler's kwargs (its context, as the
+// handler would get it now); a negative or NaN delay is no delay.
+std::optional<double> initial_delay(Daemon& d) {
+    const SpawningHandler& h = *d.handler;
+    if (!h.initial_delay_fn) return h.initial_delay;
+    d.refresh_body();
+    const auto state = fresh_state(d);
+    auto env = invocation_env(d);
+    actions::FieldValues no_field;
+    Context ctx = actions::make_context(env, *d.invocable, state[h.id], nullptr, no_field);
+    const double delay = h.initial_delay_fn(ctx);
+    return delay > 0 ? delay : 0.0;
 }
 
 // The first half of an attempt (a plain function: nothing of it stays in a coroutine frame):
