@@ -422,11 +422,11 @@ Task<void> daemon_prelude(std::shared_ptr<Daemon> d) {
     d->state = fresh_state(*d);
 }
 
-// After an attempt: its patch written, then the retry's delay (a turn of the loop at least, so
+// Between attempts: the patch written, then the retry's delay (a turn of the loop at least, so
 // that retries without a delay do not recurse).
 Task<void> daemon_interlude(std::shared_ptr<Daemon> d) {
     co_await d->drain();
-    const auto delay = d->state.done() ? std::nullopt : d->state.delay(d->core->now());
+    const auto delay = d->state.delay(d->core->now());
     if (delay && *delay > 0) {
         co_await sleep_on(*d->flag, d->core->loop, *delay);
     } else {
@@ -491,6 +491,11 @@ void complete_attempt(const std::shared_ptr<Daemon>& d, bool attempted, json res
             return;
         }
         d->send_patch();
+    }
+    // The last attempt: straight to the end (it writes the patch too), no turn of the loop.
+    if (d->flag->is_set() || d->state.done()) {
+        wind_up(d);
+        return;
     }
     kopf::start_detached(*d->executor, daemon_interlude(d), [d](std::exception_ptr e) {
         if (e) {
