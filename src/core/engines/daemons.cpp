@@ -471,8 +471,16 @@ void next_attempt(const std::shared_ptr<Daemon>& d) {
         complete_attempt(d, true, json(), error);
         return;
     }
+    // A handler may throw before its coroutine starts: that is its attempt's error too.
+    std::optional<Task<json>> running;
+    try {
+        running.emplace(call(*d));
+    } catch (...) {
+        complete_attempt(d, true, json(), std::current_exception());
+        return;
+    }
     kopf::start_detached<json>(
-        *d->executor, call(*d), [d](std::exception_ptr e, std::optional<json> result) {
+        *d->executor, std::move(*running), [d](std::exception_ptr e, std::optional<json> result) {
             complete_attempt(d, true, result ? std::move(*result) : json(), e);
         });
 }
