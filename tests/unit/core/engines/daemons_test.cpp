@@ -181,6 +181,22 @@ TEST(DaemonTiming, TimerCallableInitialDelayTakesDurationsAndNegativeMeansNone) 
     EXPECT_EQ(early.at.front(), 0);
 }
 
+TEST(DaemonTiming, HandlerThrowingBeforeItsCoroutineStartsIsRetriedLikeAnyError) {
+    DaemonsBed bed;
+    int calls = 0;
+    // Not a coroutine: it throws as it is called, before any task exists.
+    on::daemon d(bed.registry, "kopfexamples", {.id = "d", .backoff = 10},
+                 [&](Context&) -> Task<json> {
+                     ++calls;
+                     throw std::runtime_error("too early");
+                 });
+    bed.start();
+    bed.event("");
+    bed.run_until(25);
+    EXPECT_EQ(calls, 3);  // at 0, 10 and 20
+    EXPECT_TRUE(bed.logged("will try again in 10 seconds: too early"));
+}
+
 // A body as users have them: Kopf's own annotations, labels, a deeply nested spec.
 json rich_body(const std::string& leaf) {
     json body = example_body();
