@@ -103,12 +103,6 @@ void ensure_views(json& body) {
     }
 }
 
-// Copies `value` into `slot` unless it is there already: most events change a few fields (the
-// status, the version), and comparing allocates nothing where copying allocates every node.
-void assign_changed(json& slot, const json& value) {
-    if (slot.type() != value.type() || slot != value) slot = value;
-}
-
 // Replaces the content of `local` with `latest` without moving the nodes a context refers to
 // (the body, metadata, spec, status, labels, annotations).
 void refresh_in_place(json& local, const json& latest) {
@@ -123,7 +117,7 @@ void refresh_in_place(json& local, const json& latest) {
     }
     for (auto it = latest.begin(); it != latest.end(); ++it) {
         if (it.key() != "metadata" || !it->is_object() || !local[it.key()].is_object()) {
-            assign_changed(local[it.key()], *it);
+            local[it.key()] = *it;
             continue;
         }
         json& meta = local["metadata"];
@@ -135,7 +129,7 @@ void refresh_in_place(json& local, const json& latest) {
                 ++m;
             }
         }
-        for (auto m = it->begin(); m != it->end(); ++m) assign_changed(meta[m.key()], *m);
+        for (auto m = it->begin(); m != it->end(); ++m) meta[m.key()] = *m;
     }
     ensure_views(local);
 }
