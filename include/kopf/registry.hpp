@@ -107,6 +107,40 @@ struct WatchingHandler {
     std::vector<std::string> field{};
 };
 
+/// When a daemon first starts or a timer first runs after it is spawned (Kopf's
+/// `initial_delay`): seconds or a std::chrono duration, or a function of the handler's context
+/// that returns them — called on the operator's loop each time the daemon or timer is spawned,
+/// with the context its handler would get then (body, spec, memo, param...):
+///
+///     KOPF_TIMER(ping, "kopfexamples", {.interval = 60,
+///                                       .initial_delay = [](kopf::Context& ctx) {
+///                                           return ctx.spec.value("warmup", 0.0);
+///                                       }});
+///
+/// A negative result means no delay.
+class InitialDelay {
+  public:
+    using Function = std::function<Seconds(Context&)>;
+    InitialDelay() = default;
+    InitialDelay(double seconds) : seconds_(seconds) {}  // NOLINT: implicit by design
+    template <class Rep, class Period>
+    InitialDelay(std::chrono::duration<Rep, Period> d)  // NOLINT: implicit by design
+        : seconds_(Seconds(d)) {}
+    template <class F>
+    requires(!std::is_arithmetic_v<std::decay_t<F>> &&
+             std::is_invocable_r_v<Seconds, std::decay_t<F>&, Context&>) InitialDelay(F fn)
+        : fn_(std::move(fn)) {}  // NOLINT: implicit by design
+
+    /// The fixed delay (0 for a function).
+    double seconds() const { return seconds_.value; }
+    /// The function, if it is one.
+    const Function& function() const { return fn_; }
+
+  private:
+    Seconds seconds_{};
+    Function fn_{};
+};
+
 /// Options of `kopf::on::daemon`, in the order of Kopf's decorator arguments. Durations are
 /// seconds or std::chrono durations: `{.initial_delay = 30, .cancellation_timeout = 1.5s}`.
 struct DaemonOptions {
@@ -115,8 +149,8 @@ struct DaemonOptions {
     std::optional<ErrorsMode> errors{};  ///< default: TEMPORARY (restart after backoff)
     std::optional<Seconds> timeout{};
     std::optional<int> retries{};
-    std::optional<Seconds> backoff{};        ///< default: settings.execution.default_backoff
-    std::optional<Seconds> initial_delay{};  ///< before the first start
+    std::optional<Seconds> backoff{};             ///< default: settings.execution.default_backoff
+    std::optional<InitialDelay> initial_delay{};  ///< before the first start (see InitialDelay)
     /// Stopping: the flag is set at once; after cancellation_backoff, a coroutine daemon is
     /// cancelled (kopf::CancelledError); after cancellation_timeout more, the daemon is
     /// abandoned. Without a timeout, the framework waits forever (polling its exit).
@@ -138,10 +172,10 @@ struct TimerOptions {
     std::optional<Seconds> timeout{};
     std::optional<int> retries{};
     std::optional<Seconds> backoff{};
-    std::optional<Seconds> interval{};       ///< between the end of a run and the next start
-    std::optional<Seconds> initial_delay{};  ///< before the first run
-    bool sharp = false;                      ///< interval between starts, not end to start
-    std::optional<Seconds> idle{};           ///< run only after no change for this long
+    std::optional<Seconds> interval{};            ///< between the end of a run and the next start
+    std::optional<InitialDelay> initial_delay{};  ///< before the first run (see InitialDelay)
+    bool sharp = false;                           ///< interval between starts, not end to start
+    std::optional<Seconds> idle{};                ///< run only after no change for this long
     MetaFilter labels{};
     MetaFilter annotations{};
     WhenFilter when{};
@@ -189,6 +223,8 @@ struct SpawningHandler {
     /// the filters); the timing options follow.
     HandlerOptions options{};
     std::optional<double> initial_delay{};
+    /// A function's initial delay (initial_delay is then unset), called at each spawn.
+    std::function<double(Context&)> initial_delay_fn{};
     std::optional<double> cancellation_backoff{};  ///< daemons
     std::optional<double> cancellation_timeout{};  ///< daemons
     std::optional<double> cancellation_polling{};  ///< daemons

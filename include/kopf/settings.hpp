@@ -101,6 +101,11 @@ struct NetworkingSettings {
     /// in bursts of up to `burst` (max(1, qps) when 0). Off when 0, as in Kopf, which has none.
     double qps = 0;
     std::size_t burst = 0;
+    /// Requests in flight at once over keep-alive connections (watch streams not counted);
+    /// more wait for a free connection. A burst (thousands of daemons' or timers' patches at
+    /// once) then reuses a few connections instead of opening one per request and keeping
+    /// them all afterwards. 0: unlimited, as Kopf's aiohttp pool.
+    std::size_t connection_limit = 100;
 };
 
 struct PersistenceSettings {

@@ -13,6 +13,7 @@ clients::ClientSettings client_settings(const OperatorSettings& settings) {
     out.qps = settings.networking.qps;
     out.trust_env = settings.networking.trust_env;
     out.burst = settings.networking.burst;
+    out.pool_limit = settings.networking.connection_limit;
     return out;
 }
 

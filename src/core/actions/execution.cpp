@@ -171,8 +171,6 @@ Outcome outcome_of_failure(const OperatorSettings& settings, Logger& logger,
     }
 }
 
-namespace {
-
 // Checks the limits and builds the context before the invocation (a plain function, for the
 // same reason as above); throws the limit's error.
 Context prepare_invocation(InvocationEnv& env, const ChangingHandler& handler,
@@ -190,6 +188,18 @@ Context prepare_invocation(InvocationEnv& env, const ChangingHandler& handler,
     }
     return make_context(env, handler, state, &scope, field_values);
 }
+
+Outcome outcome_of_success(Logger& logger, const std::string& name, json result,
+                           std::set<std::string> subrefs) {
+    logger.info("{} succeeded.", name);
+    Outcome o;
+    o.final = true;
+    o.result = std::move(result);
+    o.subrefs = std::move(subrefs);
+    return o;
+}
+
+namespace {
 
 Task<Outcome> execute_handler_once(InvocationEnv& env, const ChangingHandler& handler,
                                    const HandlerState& state) {
@@ -213,12 +223,7 @@ Task<Outcome> execute_handler_once(InvocationEnv& env, const ChangingHandler& ha
     if (error)
         co_return outcome_of_failure(env.settings, env.logger, handler.options, state, name,
                                      runtime, error, std::move(subrefs));
-    env.logger.info("{} succeeded.", name);
-    Outcome o;
-    o.final = true;
-    o.result = std::move(result);
-    o.subrefs = std::move(subrefs);
-    co_return o;
+    co_return outcome_of_success(env.logger, name, std::move(result), std::move(subrefs));
 }
 
 }  // namespace

@@ -36,6 +36,18 @@ Outcome outcome_of_failure(const OperatorSettings& settings, Logger& logger,
                            const std::string& name, double runtime, std::exception_ptr error,
                            std::set<std::string> subrefs = {});
 
+/// The two plain halves of one attempt, around the call of the handler, for callers that keep
+/// their own coroutine frames lean (daemons and timers: their attempt lasts as long as they do).
+/// Logs "… is invoked.", checks the handler's timeout and retries (throws HandlerTimeoutError or
+/// HandlerRetriesError, which outcome_of_failure turns into the final failure) and builds the
+/// context; `scope` and `field_values` must outlive it.
+Context prepare_invocation(InvocationEnv& env, const ChangingHandler& handler,
+                           const HandlerState& state, const std::string& name, double runtime,
+                           HandlerScope& scope, FieldValues& field_values);
+/// A successful attempt, with Kopf's log line "… succeeded.".
+Outcome outcome_of_success(Logger& logger, const std::string& name, json result,
+                           std::set<std::string> subrefs = {});
+
 /// Results of successful handlers to status.<id>: mappings merged, other values replaced.
 void deliver_results(const std::map<std::string, Outcome>& outcomes, Patch& patch);
 

@@ -169,8 +169,9 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
             changing.fn = h.fn;
             changing.selector = h.selector;
             changing.options = h.options;
-            handlers.push_back(
-                {spawning, std::make_shared<const ChangingHandler>(std::move(changing))});
+            handlers.push_back({spawning,
+                                std::make_shared<const ChangingHandler>(std::move(changing)),
+                                h.describe()});
         }
     }
 
@@ -178,6 +179,7 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
     struct Handler {
         std::shared_ptr<const SpawningHandler> spawning;
         std::shared_ptr<const ChangingHandler> invocable;
+        std::string name;  ///< "Daemon 'id'", as the log lines name it: one for all its daemons
     };
 
     Executor& loop;
@@ -195,20 +197,19 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
 
 class Daemon : public std::enable_shared_from_this<Daemon> {
   public:
-    Daemon(std::shared_ptr<EngineCore> core, EngineCore::Handler handler,
+    // `handler` is one of the core's: it lives as long as the core.
+    Daemon(std::shared_ptr<EngineCore> core, const EngineCore::Handler& handler,
            std::shared_ptr<DaemonsMemory> memory)
         : core(std::move(core)),
-          handler(std::move(handler.spawning)),
-          invocable(std::move(handler.invocable)),
+          handler(handler.spawning),
+          invocable(handler.invocable),
           memory(std::move(memory)),
-          settings(this->core->settings),
-          client(this->core->client),
           flag(std::make_shared<StopFlag>(invocable->fn.sync ? StopFlag::Mode::BLOCKING
                                                              : StopFlag::Mode::SUSPENDING)),
           executor(std::make_shared<DaemonExecutor>(
               this->core->loop, this->core->guard, flag,
               this->handler->kind == SpawningHandler::Kind::DAEMON)),
-          name(this->handler->describe()) {}
+          name(handler.name) {}
 
     bool is_daemon() const { return handler->kind == SpawningHandler::Kind::DAEMON; }
     Logger& logger() const { return *memory->logger; }
@@ -279,9 +280,8 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
     std::shared_ptr<const SpawningHandler> handler;
     std::shared_ptr<const ChangingHandler> invocable;
     std::shared_ptr<DaemonsMemory> memory;
-    // Kept for the daemon's context, which may outlive the operator (an abandoned thread).
-    std::shared_ptr<const OperatorSettings> settings;
-    Client client;
+    // The core (its settings and client too) is kept for the daemon's context, which may
+    // outlive the operator (an abandoned thread).
     std::shared_ptr<StopFlag> flag;
     // Made when first waited on (few daemons are): set when the runner has finished.
     std::shared_ptr<StopFlag> exited;
@@ -294,7 +294,7 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
         return *exited;
     }
     std::shared_ptr<DaemonExecutor> executor;
-    const std::string name;
+    const std::string& name;  // the handler's, in the core
 
     json body;  // the views of a daemon on threads (see view())
     unsigned long body_generation = 0;
@@ -303,56 +303,133 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
     bool writing = false;
     std::optional<double> stop_started;  // the loop's clock when first asked to stop
     bool done = false;
+    // The handler's context while an attempt runs, and the attempt's runtime; a daemon's
+    // progress between its steps (see next_attempt()).
+    std::optional<Context> ctx;
+    double runtime = 0;
+    actions::State state;
 };
 
 // ---- the runners --------------------------------------------------------------------------
 
 namespace {
 
-// One attempt of the handler, as Kopf's execute_handlers_once with one handler, then its
-// results and patch written before the next attempt.
-Task<actions::State> attempt(std::shared_ptr<Daemon> d, actions::State state) {
-    d->refresh_body();
-    const Resource& resource = *d->memory->resource;
-    const json& body = d->view();
-    const intents::ChangingCause cause{intents::Reason::NOOP, &resource, &body, std::nullopt,
-                                       std::nullopt,          Diff(),    false};
-    actions::InvocationEnv env{*d->settings, resource,     body,
-                               d->patch,     d->logger(),  *d->memory->memo,
-                               cause,        d->core->now, actions::lifecycles::all_at_once,
-                               &d->client};
-    env.kind = d->is_daemon() ? "Daemon" : "Timer";
-    env.stopped = DaemonStopped(d->flag);
-    env.indices = d->core->indices;
-    env.shared_logger = d->memory->logger;
-    const std::vector<const ChangingHandler*> handlers{d->invocable.get()};
-    auto outcomes = co_await actions::execute_handlers_once(env, handlers, state);
-    state = state.with_outcomes(outcomes, d->core->now());
-    actions::deliver_results(outcomes, d->patch);
-    d->send_patch();
-    co_await d->drain();
-    co_return state;
-}
-
 actions::State fresh_state(const Daemon& d) {
     const std::vector<std::string> ids{d.handler->id};
     return actions::State().with_handlers(ids, d.core->now());
 }
 
-// Kopf's _daemon: retried per its errors mode until it succeeds, fails for good, or is stopped.
-Task<void> run_daemon(std::shared_ptr<Daemon> d) {
-    Executor& loop = d->core->loop;
-    if (d->handler->initial_delay) co_await sleep_on(*d->flag, loop, *d->handler->initial_delay);
-    actions::State state = fresh_state(*d);
+// The cause of every daemon's and timer's context: no reason, no essences, no diff (the
+// contexts refer to its members, so it outlives them all).
+const intents::ChangingCause& no_cause() {
+    static const intents::ChangingCause none{intents::Reason::NOOP, nullptr, nullptr, std::nullopt,
+                                             std::nullopt,          Diff(),  false};
+    return none;
+}
+
+// What the daemon's contexts are made of.
+actions::InvocationEnv invocation_env(Daemon& d) {
+    actions::InvocationEnv env{
+        *d.core->settings, *d.memory->resource, d.view(),
+        d.patch,           d.logger(),          *d.memory->memo,
+        no_cause(),        d.core->now,         actions::lifecycles::all_at_once,
+        &d.core->client};
+    env.kind = d.is_daemon() ? "Daemon" : "Timer";
+    env.stopped = DaemonStopped(d.flag);
+    env.indices = d.core->indices;
+    env.shared_logger = d.memory->logger;
+    return env;
+}
+
+// Kopf's initial_delay, fixed or a function of the handler's kwargs (its context, as the
+// handler would get it now); a negative or NaN delay is no delay.
+std::optional<double> initial_delay(Daemon& d) {
+    const SpawningHandler& h = *d.handler;
+    if (!h.initial_delay_fn) return h.initial_delay;
+    d.refresh_body();
+    const auto state = fresh_state(d);
+    auto env = invocation_env(d);
+    actions::FieldValues no_field;
+    Context ctx = actions::make_context(env, *d.invocable, state[h.id], nullptr, no_field);
+    const double delay = h.initial_delay_fn(ctx);
+    return delay > 0 ? delay : 0.0;
+}
+
+// The first half of an attempt (a plain function: nothing of it stays in a coroutine frame):
+// Kopf's execute_handlers_once with one handler up to the call. False if the handler is not
+// due yet; else the context is ready in `d.ctx`, or `error` holds the limit it exceeded.
+bool begin_attempt(Daemon& d, const actions::State& state, std::exception_ptr& error) {
+    d.refresh_body();
+    const auto now = d.core->now();
+    const actions::HandlerState& hs = state[d.handler->id];
+    if (!hs.awakened(now)) return false;
+    d.runtime = hs.runtime(now).count();
+    auto env = invocation_env(d);
+    // Spawning contexts have no sub-handlers and no field values: neither is referred to.
+    HandlerScope scope;
+    actions::FieldValues no_field;
     try {
-        while (!d->flag->is_set() && !state.done()) {
-            state = co_await attempt(d, std::move(state));
-            if (auto delay = state.delay(d->core->now()); delay && !state.done())
-                co_await sleep_on(*d->flag, loop, *delay);
-        }
-    } catch (const CancelledError&) {
-        // Logged by the execution; the daemon ends here.
+        d.ctx.emplace(
+            actions::prepare_invocation(env, *d.invocable, hs, d.name, d.runtime, scope, no_field));
+    } catch (...) {
+        error = std::current_exception();
     }
+    return true;
+}
+
+// The second half: the outcome (Kopf's log lines), the state, the results into the patch.
+// Rethrows kopf::CancelledError.
+actions::State end_attempt(Daemon& d, actions::State state, json result, std::exception_ptr error) {
+    d.ctx.reset();
+    const actions::HandlerState& hs = state[d.handler->id];
+    std::map<std::string, actions::Outcome> outcomes;
+    outcomes.emplace(
+        d.handler->id,
+        error ? actions::outcome_of_failure(*d.core->settings, d.logger(), d.invocable->options, hs,
+                                            d.name, d.runtime, error)
+              : actions::outcome_of_success(d.logger(), d.name, std::move(result)));
+    actions::deliver_results(outcomes, d.patch);
+    return state.with_outcomes(outcomes, d.core->now());
+}
+
+// The handler's call: its own coroutine (awaited directly: no invocation frames in between), or
+// a synchronous function on a thread.
+Task<json> call(Daemon& d) {
+    if (d.invocable->fn.async) return d.invocable->fn.async(*d.ctx);
+    return actions::invoke(*d.invocable, *d.ctx);
+}
+
+// Kopf's _daemon: retried per its errors mode until it succeeds, fails for good, or is stopped.
+// A daemon lives inside its handler's call, maybe for the object's whole life: so that nothing
+// but the handler's own frames stays allocated that long, the runner is a chain of steps (a
+// callback per completion) around the call, not a coroutine awaiting it; the state between the
+// steps is the daemon's (its context, its progress state).
+void next_attempt(const std::shared_ptr<Daemon>& d);
+void complete_attempt(const std::shared_ptr<Daemon>& d, bool attempted, json result,
+                      std::exception_ptr error);
+void wind_up(const std::shared_ptr<Daemon>& d);
+void finish(const std::shared_ptr<Daemon>& d, std::exception_ptr error);
+
+// Before the first attempt: the initial delay.
+Task<void> daemon_prelude(std::shared_ptr<Daemon> d) {
+    if (const auto delay = initial_delay(*d)) co_await sleep_on(*d->flag, d->core->loop, *delay);
+    d->state = fresh_state(*d);
+}
+
+// Between attempts: the patch written, then the retry's delay (a turn of the loop at least, so
+// that retries without a delay do not recurse).
+Task<void> daemon_interlude(std::shared_ptr<Daemon> d) {
+    co_await d->drain();
+    const auto delay = d->state.delay(d->core->now());
+    if (delay && *delay > 0) {
+        co_await sleep_on(*d->flag, d->core->loop, *delay);
+    } else {
+        co_await yield_to(d->core->loop);
+    }
+}
+
+// After the last attempt: the patch written, Kopf's log line.
+Task<void> daemon_epilogue(std::shared_ptr<Daemon> d) {
     d->send_patch();
     co_await d->drain();
     if (d->flag->is_set()) {
@@ -364,13 +441,85 @@ Task<void> run_daemon(std::shared_ptr<Daemon> d) {
     }
 }
 
+void start_daemon(const std::shared_ptr<Daemon>& d) {
+    kopf::start_detached(*d->executor, daemon_prelude(d), [d](std::exception_ptr error) {
+        if (error) {
+            finish(d, error);
+        } else {
+            next_attempt(d);
+        }
+    });
+}
+
+void next_attempt(const std::shared_ptr<Daemon>& d) {
+    if (d->flag->is_set() || d->state.done()) {
+        wind_up(d);
+        return;
+    }
+    std::exception_ptr error;
+    if (!begin_attempt(*d, d->state, error)) {
+        complete_attempt(d, false, json(), nullptr);  // not due yet: to the sleep
+        return;
+    }
+    if (error) {
+        complete_attempt(d, true, json(), error);
+        return;
+    }
+    // A handler may throw before its coroutine starts: that is its attempt's error too.
+    std::optional<Task<json>> running;
+    try {
+        running.emplace(call(*d));
+    } catch (...) {
+        complete_attempt(d, true, json(), std::current_exception());
+        return;
+    }
+    kopf::start_detached<json>(
+        *d->executor, std::move(*running), [d](std::exception_ptr e, std::optional<json> result) {
+            complete_attempt(d, true, result ? std::move(*result) : json(), e);
+        });
+}
+
+void complete_attempt(const std::shared_ptr<Daemon>& d, bool attempted, json result,
+                      std::exception_ptr error) {
+    if (attempted) {
+        try {
+            d->state = end_attempt(*d, std::move(d->state), std::move(result), error);
+        } catch (const CancelledError&) {
+            // Logged by the execution; the daemon ends here.
+            wind_up(d);
+            return;
+        } catch (...) {
+            finish(d, std::current_exception());
+            return;
+        }
+        d->send_patch();
+    }
+    // The last attempt: straight to the end (it writes the patch too), no turn of the loop.
+    if (d->flag->is_set() || d->state.done()) {
+        wind_up(d);
+        return;
+    }
+    kopf::start_detached(*d->executor, daemon_interlude(d), [d](std::exception_ptr e) {
+        if (e) {
+            finish(d, e);
+        } else {
+            next_attempt(d);
+        }
+    });
+}
+
+void wind_up(const std::shared_ptr<Daemon>& d) {
+    kopf::start_detached(*d->executor, daemon_epilogue(d),
+                         [d](std::exception_ptr error) { finish(d, error); });
+}
+
 // Kopf's _timer: runs every interval (or after idling) until stopped; never overlaps itself.
 Task<void> run_timer(std::shared_ptr<Daemon> d) {
     Executor& loop = d->core->loop;
     const SpawningHandler& h = *d->handler;
     StopFlag& flag = *d->flag;
     DaemonsMemory& memory = *d->memory;
-    if (h.initial_delay) co_await sleep_on(flag, loop, *h.initial_delay);
+    if (const auto delay = initial_delay(*d)) co_await sleep_on(flag, loop, *delay);
     actions::State state = fresh_state(*d);
     while (!flag.is_set()) {
         // Every cycle after a success starts its retries from scratch.
@@ -384,7 +533,20 @@ Task<void> run_timer(std::shared_ptr<Daemon> d) {
             if (flag.is_set()) continue;
         }
         const double started = loop.now();
-        state = co_await attempt(d, std::move(state));
+        std::exception_ptr error;
+        json result;
+        if (begin_attempt(*d, state, error)) {
+            if (!error) {
+                try {
+                    result = co_await call(*d);
+                } catch (...) {
+                    error = std::current_exception();
+                }
+            }
+            state = end_attempt(*d, std::move(state), std::move(result), error);
+        }
+        d->send_patch();
+        co_await d->drain();
         if (!state.done()) {
             // Errors override the schedule: TemporaryError's delay, or the backoff.
             co_await sleep_on(flag, loop, state.delay(d->core->now()).value_or(0.0));
@@ -450,15 +612,18 @@ void spawn_daemon(const std::shared_ptr<EngineCore>& core, const EngineCore::Han
     if (d->flag->mode() == StopFlag::Mode::SUSPENDING) d->executor->on_resume = d->flag->checkpoint;
     memory->running[handler.spawning->id] = d;
     core->live[d.get()] = d;
-    auto runner = d->is_daemon() ? run_daemon(d) : run_timer(d);
-    kopf::start_detached(*d->executor, std::move(runner),
+    if (d->is_daemon()) {
+        start_daemon(d);
+        return;
+    }
+    kopf::start_detached(*d->executor, run_timer(d),
                          [d](std::exception_ptr error) { finish(d, error); });
 }
 
 // Kopf's _wait_for_instant_exit: a few turns of the loop (or a short timeout) for a daemon
 // that exits as soon as asked, to spare a patch and a polling cycle.
 Task<void> wait_for_instant_exit(std::shared_ptr<Daemon> d) {
-    const auto& background = d->settings->background;
+    const auto& background = d->core->settings->background;
     if (d->done) co_return;
     if (background.instant_exit_timeout) {
         co_await sleep_on(d->exited_flag(), d->core->loop, *background.instant_exit_timeout);
@@ -476,10 +641,10 @@ struct Cancellation {
 
 Cancellation cancellation_of(const Daemon& d) {
     if (!d.is_daemon())
-        return {std::nullopt, std::nullopt, d.settings->background.cancellation_polling};
+        return {std::nullopt, std::nullopt, d.core->settings->background.cancellation_polling};
     const SpawningHandler& h = *d.handler;
     return {h.cancellation_backoff, h.cancellation_timeout,
-            h.cancellation_polling.value_or(d.settings->background.cancellation_polling)};
+            h.cancellation_polling.value_or(d.core->settings->background.cancellation_polling)};
 }
 
 void cancel(Daemon& d) {

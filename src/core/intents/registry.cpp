@@ -219,10 +219,16 @@ SpawningHandler make_spawning(SpawningHandler::Kind kind, Selector selector, Opt
         throw std::invalid_argument(what + ": value filters need a .field option.");
     verify_duration(what, "timeout", o.timeout);
     verify_duration(what, "backoff", o.backoff);
-    verify_duration(what, "initial_delay", o.initial_delay);
+    if (o.initial_delay && o.initial_delay->function()) {
+        h.initial_delay_fn = [fn = o.initial_delay->function()](Context& ctx) {
+            return fn(ctx).value;
+        };
+    } else if (o.initial_delay) {
+        verify_duration(what, "initial_delay", Seconds(o.initial_delay->seconds()));
+        h.initial_delay = o.initial_delay->seconds();
+    }
     h.fn = std::move(fn);
     h.selector = std::move(selector);
-    h.initial_delay = seconds(o.initial_delay);
     h.options = common_options(h.id, o);
     return h;
 }

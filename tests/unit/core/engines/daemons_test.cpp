@@ -115,6 +115,88 @@ TEST(DaemonTiming, DaemonStartsAfterItsInitialDelayAndSpawnsOnce) {
     EXPECT_EQ(bed.engine->running(), 1u);
 }
 
+TEST(DaemonTiming, CallableInitialDelayIsAFunctionOfTheContextAtEachSpawn) {
+    DaemonsBed bed;
+    bed.body["spec"]["warmup"] = 12.5;
+    Times times;
+    std::vector<std::string> asked;  // the contexts the delay function saw
+    on::daemon d(bed.registry, "kopfexamples",
+                 {.id = "d",
+                  .param = "p",
+                  .initial_delay =
+                      [&](Context& ctx) {
+                          asked.push_back(ctx.name + " " + ctx.param.get<std::string>() + " " +
+                                          ctx.spec["field"].get<std::string>());
+                          return ctx.spec["warmup"].get<double>();
+                      },
+                  .labels = {{"run", "yes"}}},
+                 [&](Context& ctx) -> Task<void> {
+                     times.at.push_back(bed.ex.now());
+                     co_await ctx.stopped.wait();
+                 });
+    bed.body["metadata"]["labels"]["run"] = "yes";
+    bed.start();
+    bed.event("");
+    bed.run_until(12.4);
+    EXPECT_TRUE(times.at.empty());
+    bed.run_until(20);
+    EXPECT_EQ(times.at, (std::vector<double>{12.5}));
+    EXPECT_EQ(asked, (std::vector<std::string>{"kopf-example-1 p value"}));
+
+    // Filtered out, then in again with another warm-up: a new spawn asks again.
+    bed.body["metadata"]["labels"]["run"] = "no";
+    bed.event();
+    bed.run_until(30);
+    EXPECT_EQ(bed.engine->running(), 0u);
+    bed.body["metadata"]["labels"]["run"] = "yes";
+    bed.body["spec"]["warmup"] = 3;
+    bed.event();
+    bed.run_until(50);
+    EXPECT_EQ(times.at, (std::vector<double>{12.5, 33}));
+    EXPECT_EQ(asked.size(), 2u);
+}
+
+TEST(DaemonTiming, TimerCallableInitialDelayTakesDurationsAndNegativeMeansNone) {
+    DaemonsBed bed;
+    Times late, early;
+    on::timer t1(bed.registry, "kopfexamples",
+                 {.id = "late",
+                  .interval = 1.0,
+                  .initial_delay = [](Context&) { return std::chrono::seconds(5); }},
+                 [&](Context&) -> Task<void> {
+                     late.at.push_back(bed.ex.now());
+                     co_return;
+                 });
+    on::timer t2(bed.registry, "kopfexamples",
+                 {.id = "early", .interval = 1.0, .initial_delay = [](Context&) { return -7; }},
+                 [&](Context&) -> Task<void> {
+                     early.at.push_back(bed.ex.now());
+                     co_return;
+                 });
+    bed.start();
+    bed.event("");
+    bed.run_until(7.5);
+    EXPECT_EQ(late.at, (std::vector<double>{5, 6, 7}));
+    ASSERT_FALSE(early.at.empty());
+    EXPECT_EQ(early.at.front(), 0);
+}
+
+TEST(DaemonTiming, HandlerThrowingBeforeItsCoroutineStartsIsRetriedLikeAnyError) {
+    DaemonsBed bed;
+    int calls = 0;
+    // Not a coroutine: it throws as it is called, before any task exists.
+    on::daemon d(bed.registry, "kopfexamples", {.id = "d", .backoff = 10},
+                 [&](Context&) -> Task<json> {
+                     ++calls;
+                     throw std::runtime_error("too early");
+                 });
+    bed.start();
+    bed.event("");
+    bed.run_until(25);
+    EXPECT_EQ(calls, 3);  // at 0, 10 and 20
+    EXPECT_TRUE(bed.logged("will try again in 10 seconds: too early"));
+}
+
 // A body as users have them: Kopf's own annotations, labels, a deeply nested spec.
 json rich_body(const std::string& leaf) {
     json body = example_body();
