@@ -77,11 +77,12 @@ Endpoint parse_server(const std::string& server) {
 // A proxy from the environment (trust_env), as Python's urllib reads it: the lower-case
 // variable first, then the upper-case one; "<scheme>_proxy", else "all_proxy".
 std::optional<std::string> proxy_variable(const std::string& name) {
-    std::string lower = name, upper = name;
+    std::string upper = name;
     std::transform(upper.begin(), upper.end(), upper.begin(),
                    [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-    for (const auto& variable : {lower, upper}) {
-        if (const char* value = std::getenv(variable.c_str()); value && *value) return value;
+    const std::array<const std::string*, 2> variables{&name, &upper};
+    for (const std::string* variable : variables) {
+        if (const char* value = std::getenv(variable->c_str()); value && *value) return value;
     }
     return std::nullopt;
 }
@@ -600,7 +601,6 @@ asio::awaitable<HttpResponse> Transport::stream(
     std::function<void(std::string_view)> on_chunk, StopSignal* stop) {
     const auto destination = impl_->destination_of(credentials);
     const Endpoint& endpoint = destination->endpoint;
-    const std::string& key = destination->key;
     HttpResponse response;
     if (stop && stop->stopped()) co_return response;
     std::shared_ptr<Connection> connection;
