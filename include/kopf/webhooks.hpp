@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kopf {
@@ -129,6 +130,33 @@ class WebhookMinikubeServer : public WebhookServer {
 
   protected:
     std::optional<std::string> default_host() const override { return "host.minikube.internal"; }
+};
+
+/// The arguments of Kopf's `kopf.WebhookNgrokTunnel(...)`.
+struct WebhookNgrokTunnelOptions {
+    std::optional<std::string> addr{};
+    std::optional<int> port{};
+    std::optional<std::string> path{};
+    std::optional<std::string> token{};
+    std::optional<std::string> region{};
+    std::optional<std::string> binary{};
+};
+
+/// Kopf's ngrok tunnel, for code ported from Kopf. Kopf++ has no client for ngrok's service on
+/// the internet and does not pretend to: an operator started with it stops at once, saying so
+/// and what to use instead (a WebhookServer with a host the cluster reaches, or a server or
+/// tunnel of one's own).
+class WebhookNgrokTunnel : public WebhookServerBase {
+  public:
+    explicit WebhookNgrokTunnel(WebhookNgrokTunnelOptions options = {})
+        : options_(std::move(options)) {}
+    /// Throws std::runtime_error: the tunnel is not available.
+    void start(WebhookFn fn, std::function<void(WebhookClientConfig)> configured) override;
+    void stop() override {}
+    const WebhookNgrokTunnelOptions& options() const { return options_; }
+
+  private:
+    WebhookNgrokTunnelOptions options_;
 };
 
 }  // namespace kopf

@@ -418,4 +418,13 @@ void WebhookServer::stop() {
     if (impl->thread.joinable()) impl->thread.join();
 }
 
+void WebhookNgrokTunnel::start(WebhookFn, std::function<void(WebhookClientConfig)>) {
+    throw std::runtime_error(
+        "kopf::WebhookNgrokTunnel is not available in Kopf++: it has no client for ngrok's "
+        "service. Serve the admission handlers with kopf::WebhookServer and a host that the "
+        "cluster can reach (kopf::WebhookK3dServer and kopf::WebhookMinikubeServer know the "
+        "local clusters' host names), or with a server or tunnel of your own (a "
+        "kopf::WebhookServerBase; see docs/admission.md).");
+}
+
 }  // namespace kopf

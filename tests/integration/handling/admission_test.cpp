@@ -420,5 +420,29 @@ TEST_F(AdmissionHandling, AdmissionHandlersWithoutAServerStopTheStart) {
     }
 }
 
+// Kopf's ngrok tunnel needs a service on the internet: refused with a clear error, not faked.
+TEST_F(AdmissionHandling, TheNgrokTunnelStopsTheStartSayingWhatToUseInstead) {
+    on::validate check(registry, "kopfexamples", {.id = "check"}, [](AdmissionContext&) {});
+    OperatorSettings settings = fast_settings();
+    settings.admission.server =
+        std::make_shared<WebhookNgrokTunnel>(WebhookNgrokTunnelOptions{.path = "/hooks"});
+    OperatorFlag stop;
+    RunOptions options;
+    options.namespaces = {"default"};
+    options.standalone = true;
+    options.registry = &registry;
+    options.settings = &settings;
+    options.stop_flag = &stop;
+    try {
+        operator_(options);
+        FAIL() << "the operator started";
+    } catch (const std::exception& error) {
+        const std::string message = error.what();
+        EXPECT_NE(message.find("WebhookNgrokTunnel is not available"), std::string::npos)
+            << message;
+        EXPECT_NE(message.find("kopf::WebhookServer"), std::string::npos) << message;
+    }
+}
+
 }  // namespace
 }  // namespace kopf::testing
