@@ -14,20 +14,8 @@ namespace {
 
 class Activities : public HandlingTest {
   protected:
-    // Runs the operator in this thread until it returns by itself: the startup failure, if any.
     std::string run_until_it_fails(Registry& registry) {
-        const OperatorSettings settings = fast_settings();
-        RunOptions options;
-        options.namespaces = {"default"};
-        options.standalone = true;
-        options.registry = &registry;
-        options.settings = &settings;
-        try {
-            operator_(options);
-        } catch (const std::exception& error) {
-            return error.what();
-        }
-        return "no failure";
+        return HandlingTest::run_until_it_fails(registry, fast_settings());
     }
 };
 

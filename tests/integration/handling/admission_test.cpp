@@ -403,21 +403,8 @@ TEST_F(AdmissionHandling, ServersOfOnesOwnServeTheHandlersAndTheManagedWebhooks)
 
 TEST_F(AdmissionHandling, AdmissionHandlersWithoutAServerStopTheStart) {
     on::validate check(registry, "kopfexamples", {.id = "check"}, [](AdmissionContext&) {});
-    OperatorSettings settings = fast_settings();
-    OperatorFlag stop, ready;
-    RunOptions options;
-    options.namespaces = {"default"};
-    options.standalone = true;
-    options.registry = &registry;
-    options.settings = &settings;
-    options.stop_flag = &stop;
-    try {
-        operator_(options);
-        FAIL() << "the operator started";
-    } catch (const std::exception& error) {
-        EXPECT_NE(std::string(error.what()).find("settings.admission.server"), std::string::npos)
-            << error.what();
-    }
+    const std::string failure = run_until_it_fails(registry, fast_settings());
+    EXPECT_NE(failure.find("settings.admission.server"), std::string::npos) << failure;
 }
 
 // Kopf's ngrok tunnel needs a service on the internet: refused with a clear error, not faked.
@@ -426,22 +413,9 @@ TEST_F(AdmissionHandling, TheNgrokTunnelStopsTheStartSayingWhatToUseInstead) {
     OperatorSettings settings = fast_settings();
     settings.admission.server =
         std::make_shared<WebhookNgrokTunnel>(WebhookNgrokTunnelOptions{.path = "/hooks"});
-    OperatorFlag stop;
-    RunOptions options;
-    options.namespaces = {"default"};
-    options.standalone = true;
-    options.registry = &registry;
-    options.settings = &settings;
-    options.stop_flag = &stop;
-    try {
-        operator_(options);
-        FAIL() << "the operator started";
-    } catch (const std::exception& error) {
-        const std::string message = error.what();
-        EXPECT_NE(message.find("WebhookNgrokTunnel is not available"), std::string::npos)
-            << message;
-        EXPECT_NE(message.find("kopf::WebhookServer"), std::string::npos) << message;
-    }
+    const std::string failure = run_until_it_fails(registry, settings);
+    EXPECT_NE(failure.find("WebhookNgrokTunnel is not available"), std::string::npos) << failure;
+    EXPECT_NE(failure.find("kopf::WebhookServer"), std::string::npos) << failure;
 }
 
 }  // namespace

@@ -102,6 +102,20 @@ struct HandlingTest::Client {
     }
 };
 
+std::string HandlingTest::run_until_it_fails(Registry& registry, const OperatorSettings& settings) {
+    RunOptions options;
+    options.namespaces = {"default"};
+    options.standalone = true;
+    options.registry = &registry;
+    options.settings = &settings;
+    try {
+        operator_(options);
+    } catch (const std::exception& error) {
+        return error.what();
+    }
+    return "no failure";
+}
+
 OperatorThread::OperatorThread(Registry& registry, const OperatorSettings& settings,
                                std::function<void(RunOptions&)> customize)
     : settings_(settings) {

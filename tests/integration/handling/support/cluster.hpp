@@ -86,6 +86,9 @@ class HandlingTest : public ::testing::Test {
     std::unique_ptr<OperatorThread> start_operator(Registry& registry) {
         return start_operator(registry, fast_settings());
     }
+    // Runs the operator in this thread until it returns by itself (for operators that must not
+    // start): its startup failure, or "no failure".
+    static std::string run_until_it_fails(Registry& registry, const OperatorSettings& settings);
 
     // A KopfExample body named `name` in "default" with the given spec (and metadata merged).
     static json example(const std::string& name, const json& spec,
