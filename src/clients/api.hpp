@@ -62,6 +62,12 @@ enum class PatchType {
 // The Content-Type of a patch of this type.
 const char* content_type_of(PatchType type);
 
+// The answer to ApiClient::patch_version().
+struct PatchedVersion {
+    std::optional<std::string> resource_version;  // of the patched object
+    std::string object;                           // the patched object, as JSON text (unparsed)
+};
+
 struct ListOptions {
     std::string label_selector{};
     std::string field_selector{};
@@ -132,14 +138,14 @@ class ApiClient {
     Awaitable<json> patch(structs::Resource resource, std::string namespace_, std::string name,
                           PatchType type, json patch, std::string subresource = "",
                           bool force = false);
-    // As patch() (not for server-side apply), but only the answer's metadata.resourceVersion:
-    // the patched object is not parsed (the operator needs only its version). The request is
-    // built before this returns: the arguments need not outlive the call.
-    Awaitable<std::optional<std::string>> patch_version(const structs::Resource& resource,
-                                                        const std::string& namespace_,
-                                                        const std::string& name, PatchType type,
-                                                        const json& patch,
-                                                        const std::string& subresource = "");
+    // As patch() (not for server-side apply), but the patched object is not parsed: only its
+    // metadata.resourceVersion is found in the answer's text (the operator needs only that,
+    // and the object itself only if the watch stream's echo of it comes too late). The
+    // request is built before this returns: the arguments need not outlive the call.
+    Awaitable<PatchedVersion> patch_version(const structs::Resource& resource,
+                                            const std::string& namespace_, const std::string& name,
+                                            PatchType type, const json& patch,
+                                            const std::string& subresource = "");
     Awaitable<json> remove(structs::Resource resource, std::string namespace_, std::string name,
                            DeleteOptions options = {});
     // A core v1 Event about `involved` (an object body or an ObjectReference); type is

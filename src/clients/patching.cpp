@@ -27,9 +27,10 @@ const char* content_type_of(PatchType type) {
 
 namespace {
 
-Awaitable<std::optional<std::string>> version_of(Awaitable<HttpResponse> answer) {
-    const HttpResponse response = co_await std::move(answer);
-    co_return find_resource_version(response.body);
+Awaitable<PatchedVersion> version_of(Awaitable<HttpResponse> answer) {
+    HttpResponse response = co_await std::move(answer);
+    PatchedVersion patched{find_resource_version(response.body), std::move(response.body)};
+    co_return patched;
 }
 
 }  // namespace
@@ -52,11 +53,11 @@ Awaitable<json> ApiClient::patch(Resource resource, std::string namespace_, std:
                                    patch, content_type_of(type));
 }
 
-Awaitable<std::optional<std::string>> ApiClient::patch_version(const Resource& resource,
-                                                               const std::string& namespace_,
-                                                               const std::string& name,
-                                                               PatchType type, const json& patch,
-                                                               const std::string& subresource) {
+Awaitable<PatchedVersion> ApiClient::patch_version(const Resource& resource,
+                                                   const std::string& namespace_,
+                                                   const std::string& name, PatchType type,
+                                                   const json& patch,
+                                                   const std::string& subresource) {
     // Not a coroutine: the request is built now, so the patch is serialised, not copied.
     return version_of(impl_->send(Impl::make_request(
         "PATCH", resource.path(namespace_, name, subresource, impl_->write_params()), &patch,

@@ -2,8 +2,12 @@
 // keys every watch event by them.
 #pragma once
 
+#include <charconv>
+#include <cstdint>
 #include <kopf/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace kopf::structs {
 
@@ -20,6 +24,24 @@ inline const std::string* metadata_string(const json& body, const char* field) {
 inline std::string metadata_field(const json& body, const char* field) {
     const std::string* value = metadata_string(body, field);
     return value ? *value : std::string();
+}
+
+// A resourceVersion as a number, if it is one. Kubernetes calls versions opaque, but etcd's
+// (and the embedded API server's) are increasing revision numbers: where both versions are
+// numbers, the smaller is the older state of the object. Otherwise, nothing is compared.
+inline std::optional<std::uint64_t> version_number(std::string_view version) {
+    std::uint64_t number = 0;
+    const auto [end, error] =
+        std::from_chars(version.data(), version.data() + version.size(), number);
+    if (error != std::errc() || end != version.data() + version.size() || version.empty())
+        return std::nullopt;
+    return number;
+}
+
+// The resourceVersion of a body as a number (version_number).
+inline std::optional<std::uint64_t> body_version_number(const json& body) {
+    const std::string* version = metadata_string(body, "resourceVersion");
+    return version ? version_number(*version) : std::nullopt;
 }
 
 }  // namespace kopf::structs

@@ -39,7 +39,9 @@ Task<reactor::PatchResult> ApiPatchApplier::write(const kopf::Resource& resource
         auto patching = api.patch_version(served_as ? *served_as : unserved, namespace_, name, type,
                                           patch, subresource);
         auto awaiter = loop::on_loop(io, std::move(patching));
-        result.resource_version = co_await awaiter;
+        clients::PatchedVersion patched = co_await awaiter;
+        result.resource_version = std::move(patched.resource_version);
+        result.object = std::move(patched.object);
     } catch (const clients::NotFoundError&) {
         result.found = false;
     } catch (const clients::UnprocessableEntityError&) {

@@ -176,6 +176,13 @@ void Orchestration::enqueue(const std::shared_ptr<ServedKind>& kind, clients::Wa
     }
     auto& entry = objects[key];
     if (!entry.kind) entry.kind = kind;
+    // A version older than one we have processed, delivered late by a stalled stream, lacks
+    // the handlers' successes recorded since: processing it would run them again.
+    // (A deletion passes: it is the object's last word.)
+    if (entry.newest_version && event.type != "DELETED") {
+        const auto version = structs::body_version_number(event.object);
+        if (version && *version <= entry.newest_version) return;
+    }
     ++entry.events;
     // Built key by key: nested initializer lists cost a third of this function.
     json raw(json::value_t::object);

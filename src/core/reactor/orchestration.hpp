@@ -8,6 +8,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cstdint>
 #include <functional>
 #include <kopf/registry.hpp>
 #include <kopf/resource.hpp>
@@ -53,6 +54,11 @@ struct ObjectEntry {
     unsigned long events = 0;  // a touch-dummy is sent only if no event came meanwhile
     std::optional<reactor::ResourceMemory> memory;  // from its first processing on
     actions::Throttler throttler;  // after unexpected errors (settings.queueing.error_delays)
+    // The newest resourceVersion processed, as a number (0: none, or not a number): a stalled
+    // watch stream may deliver older versions late (structs::version_number). Versions older
+    // than our own last patch still pass while its echo is awaited: they are changes the server
+    // merged under the patch, which the queue must know of (ObjectQueues).
+    std::uint64_t newest_version = 0;
 };
 
 // By object key (resource/uid); forgotten when the object is gone.

@@ -364,6 +364,17 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
     co_return out;
 }
 
+namespace {
+
+// Each patch's answer is the freshest state of the object we know.
+void remember_patched(ApplyResult& result, PatchResult& patched) {
+    if (!patched.resource_version) return;
+    result.resource_version = std::move(patched.resource_version);
+    result.patched_object = std::move(patched.object);
+}
+
+}  // namespace
+
 Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
                                 const Resource& resource, ResourceMemory& memory,
                                 ProcessingOutcome& outcome) {
@@ -387,7 +398,7 @@ Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
             logger.debug("Patching with: {}", shown_in_log(resource, *body_patch));
         auto r = co_await applier.merge_patch(resource, outcome.body, *body_patch, false);
         if (!r.found) co_return result;
-        if (r.resource_version) result.resource_version = r.resource_version;
+        remember_patched(result, r);
     }
     json status_patch = outcome.status_merge_patch(resource);
     if (!status_patch.is_null()) {
@@ -395,7 +406,7 @@ Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
             logger.debug("Patching the status with: {}", shown_in_log(resource, status_patch));
         auto r = co_await applier.merge_patch(resource, outcome.body, status_patch, true);
         if (!r.found) co_return result;
-        if (r.resource_version) result.resource_version = r.resource_version;
+        remember_patched(result, r);
     }
     if (!outcome.patch.fns.empty()) {
         // Diff the transformations against the freshest body we know (after the merge patches).
@@ -411,8 +422,8 @@ Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
             auto r = co_await applier.json_patch(resource, fresh, ops, false);
             if (r.conflict) {
                 memory.remaining_fns = outcome.patch.fns;  // retried on the next event
-            } else if (r.found && r.resource_version) {
-                result.resource_version = r.resource_version;
+            } else if (r.found) {
+                remember_patched(result, r);
             }
         }
     }

@@ -104,6 +104,7 @@ struct PatchResult {
     bool found = true;      ///< false on HTTP 404 (the object is gone; ignored)
     bool conflict = false;  ///< true on HTTP 422/409 of a guarded JSON patch
     std::optional<std::string> resource_version;  ///< of the patched object
+    std::string object;  ///< the patched object as the answer showed it (JSON text)
 };
 
 /// The API writes of the processing, implemented by the runtime with the API client.
@@ -121,7 +122,8 @@ class PatchApplier {
 struct ApplyResult {
     bool applied = false;  ///< nothing to patch and nothing delayed: the cycle is finished
     std::optional<std::string> resource_version;  ///< of our last successful patch
-    std::optional<double> wakeup_after;           ///< sleep this long, then touch() (if no events)
+    std::string patched_object;  ///< the object as that patch's answer showed it (JSON text)
+    std::optional<double> wakeup_after;  ///< sleep this long, then touch() (if no events)
     /// Processing the watch event of our own last patch would change nothing: the patch touched
     /// no field of the essence (only status and Kopf's annotations), every handler is done, no
     /// transformation is pending and no event handler watches the resource. The runtime may

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "structs/bodies.hpp"
+
 namespace kopf::runtime {
 namespace {
 
@@ -91,6 +93,7 @@ void ObjectQueues::process(const std::string& key, Worker& worker) {
     worker.state = State::busy;
     renew_generation(worker);
     worker.expected_version.reset();
+    worker.expected_object.clear();
     worker.expected_is_noop = false;
     worker.processing_version = resource_version_of(*worker.latest);
     worker.seen_versions.clear();
@@ -98,20 +101,19 @@ void ObjectQueues::process(const std::string& key, Worker& worker) {
     json event = std::move(*worker.latest);
     worker.latest.reset();
     const unsigned long generation = worker.generation;
-    processor_(key, std::move(event),
-               [this, key, generation](std::optional<std::string> version, bool echo_is_noop,
-                                       std::optional<double> hold) {
-                   executor_.post([this, key, generation, version, echo_is_noop, hold] {
-                       auto it = workers_.find(key);
-                       if (it == workers_.end() || it->second.generation != generation) return;
-                       on_done(key, it->second, version, echo_is_noop, hold);
-                   });
-               });
+    processor_(key, std::move(event), [this, key, generation](Processed processed) {
+        executor_.post([this, key, generation, processed = std::move(processed)]() mutable {
+            auto it = workers_.find(key);
+            if (it == workers_.end() || it->second.generation != generation) return;
+            on_done(key, it->second, std::move(processed));
+        });
+    });
 }
 
-void ObjectQueues::on_done(const std::string& key, Worker& worker,
-                           std::optional<std::string> version, bool echo_is_noop,
-                           std::optional<double> hold) {
+void ObjectQueues::on_done(const std::string& key, Worker& worker, Processed processed) {
+    const std::optional<std::string>& version = processed.patched_version;
+    const bool echo_is_noop = processed.echo_is_noop;
+    const std::optional<double>& hold = processed.hold;
     if (stopping_) {
         release(key);
         check_finished();
@@ -148,6 +150,7 @@ void ObjectQueues::on_done(const std::string& key, Worker& worker,
     if (version && !version_seen) {
         worker.state = State::consistency;
         worker.expected_version = version;
+        worker.expected_object = std::move(processed.patched_object);
         worker.expected_is_noop = echo_is_noop && nothing_came;
         if (worker.expected_is_noop) noop_echoes_.emplace(*version, key);
         const unsigned long generation = renew_generation(worker);
@@ -192,11 +195,36 @@ void ObjectQueues::forget_noop_echo(const std::string& key, const Worker& worker
 void ObjectQueues::on_consistency_timeout(const std::string& key) {
     Worker& worker = workers_.at(key);
     forget_noop_echo(key, worker);
-    // The patched version never arrived: go on with what we have.
+    // The patched version never arrived: go on with the freshest state we know. That is the
+    // object as our patch's answer showed it, unless a newer event came (a relisting after a
+    // restarted watch): never an event older than the patch, which would not show the
+    // handlers' successes the patch recorded, so they would run again. Even if it would change
+    // nothing, it is processed: the runtime then knows that version, and drops the late
+    // events older than it (ObjectEntry::newest_version).
+    if (auto patched = patched_event_if_freshest(worker)) worker.latest = std::move(patched);
+    std::string().swap(worker.expected_object);
     if (worker.latest)
         process(key, worker);
     else
         go_idle(key, worker);
+}
+
+std::optional<json> ObjectQueues::patched_event_if_freshest(const Worker& worker) {
+    if (worker.expected_object.empty() || !worker.expected_version) return std::nullopt;
+    if (worker.latest) {
+        // Versions compared only where they are numbers; otherwise the latest event wins (as
+        // Kopf, which never compares them).
+        const auto patched = structs::version_number(*worker.expected_version);
+        const auto latest = resource_version_of(*worker.latest);
+        const auto latest_number = latest ? structs::version_number(*latest) : std::nullopt;
+        if (!patched || !latest_number || *latest_number > *patched) return std::nullopt;
+    }
+    json object = json::parse(worker.expected_object, nullptr, /*allow_exceptions=*/false);
+    if (!object.is_object()) return std::nullopt;
+    json event(json::value_t::object);
+    event["type"] = "MODIFIED";
+    event["object"] = std::move(object);
+    return event;
 }
 
 void ObjectQueues::on_hold_expired(const std::string& key) {
@@ -210,6 +238,7 @@ void ObjectQueues::on_hold_expired(const std::string& key) {
 
 void ObjectQueues::go_idle(const std::string& key, Worker& worker) {
     worker.state = State::idle;
+    std::string().swap(worker.expected_object);
     const unsigned long generation = renew_generation(worker);
     set_deadline(idle_deadlines_, options_.idle_timeout, key, generation, &ObjectQueues::release);
 }

@@ -32,13 +32,23 @@ struct QueueingOptions {
 
 class ObjectQueues {
   public:
-    // Called by the processor when an event is processed: with the resourceVersion of the
-    // object after our own patch (if we patched it), so that the next processing waits for it;
-    // `echo_is_noop` if processing the event of that version would change nothing (it is then
-    // dropped when it arrives, unless newer events came with it); `hold` after an unexpected
-    // error: the seconds for which the object's next events wait (the worker keeps its slot).
-    using Done = std::function<void(std::optional<std::string> patched_resource_version,
-                                    bool echo_is_noop, std::optional<double> hold)>;
+    // What the processor tells the queue when it has processed an event.
+    struct Processed {
+        // The resourceVersion of the object after our own patch (if we patched it): the next
+        // processing waits for the watch stream to show it (consistency).
+        std::optional<std::string> patched_version;
+        // The object as the answer to that patch showed it (JSON text): if the watch stream
+        // withholds the patch's event past consistency_timeout, this is processed rather than
+        // an older event (which would not show the handlers' successes we have just recorded).
+        std::string patched_object;
+        // Processing the event of the patched version would change nothing: it is dropped when
+        // it arrives, unless newer events came with it.
+        bool echo_is_noop = false;
+        // After an unexpected error: the seconds for which the object's next events wait (the
+        // worker keeps its slot).
+        std::optional<double> hold;
+    };
+    using Done = std::function<void(Processed)>;
     using Processor = std::function<void(const std::string& key, json&& event, Done done)>;
 
     ObjectQueues(Executor& executor, QueueingOptions options, Processor processor);
@@ -73,7 +83,8 @@ class ObjectQueues {
         State state = State::waiting_for_slot;
         std::optional<json> latest;  // the batched backlog: only the newest event matters
         std::optional<std::string> expected_version;
-        bool expected_is_noop = false;                  // the expected version needs no processing
+        std::string expected_object;    // JSON text of the expected version (Processed)
+        bool expected_is_noop = false;  // the expected version needs no processing
         std::optional<std::string> processing_version;  // of the event being processed
         std::vector<std::string> seen_versions;         // of the events that came while busy
         bool seen_truncated = false;                    // more came than are kept
@@ -87,8 +98,7 @@ class ObjectQueues {
     unsigned long renew_generation(Worker& worker);
     // `worker` is workers_.at(key), which the callers have already found.
     void process(const std::string& key, Worker& worker);
-    void on_done(const std::string& key, Worker& worker, std::optional<std::string> version,
-                 bool echo_is_noop, std::optional<double> hold);
+    void on_done(const std::string& key, Worker& worker, Processed processed);
     void on_hold_expired(const std::string& key);
     void go_idle(const std::string& key, Worker& worker);
     // Each kind of timeout has a constant duration, so its deadlines come due in the order they
@@ -114,6 +124,8 @@ class ObjectQueues {
     void expire_due(Deadlines& deadlines, Expire expire);
     bool in_force(const Deadline& deadline) const;
     void on_consistency_timeout(const std::string& key);
+    // The event of the object as our last patch left it, if nothing newer is known.
+    static std::optional<json> patched_event_if_freshest(const Worker& worker);
     void forget_noop_echo(const std::string& key, const Worker& worker);
     void release(const std::string& key);
     void check_finished();

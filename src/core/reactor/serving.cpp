@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -26,6 +27,7 @@
 #include "core/reactor/orchestration.hpp"
 #include "core/reactor/processing.hpp"
 #include "core/reactor/queueing.hpp"
+#include "structs/bodies.hpp"
 #include "structs/credentials.hpp"
 #include "structs/references.hpp"
 
@@ -180,7 +182,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             auto self = shared_from_this();
             indexing->when_ready([self, key, event = std::move(event), done]() mutable {
                 if (self->stopping) {
-                    done(std::nullopt, false, std::nullopt);
+                    done({});
                     return;
                 }
                 self->process(key, std::move(event), std::move(done));
@@ -188,19 +190,18 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             return;
         }
         auto self = shared_from_this();
-        kopf::start_detached<Processed>(
+        kopf::start_detached<ObjectQueues::Processed>(
             executor, process_task(key, std::move(event)),
             [self, key, done = std::move(done)](std::exception_ptr error,
-                                                std::optional<Processed> processed) {
-                std::optional<double> hold;
+                                                std::optional<ObjectQueues::Processed> processed) {
+                if (!processed) processed.emplace();
                 if (error) {
-                    hold = self->throttle(key, error);
+                    processed->hold = self->throttle(key, error);
                 } else if (const auto entry = self->objects.find(key);
                            entry != self->objects.end() && entry->second.throttler.active()) {
                     entry->second.throttler.reset();
                 }
-                done(processed ? processed->resource_version : std::nullopt,
-                     processed && processed->echo_is_noop, hold);
+                done(std::move(*processed));
             });
     }
 
@@ -237,13 +238,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         }
     }
 
-    // What the queue needs to know after one processing of an object.
-    struct Processed {
-        std::optional<std::string> resource_version;  // of our last patch
-        bool echo_is_noop = false;                    // that patch's watch event needs nothing
-    };
-
-    Task<Processed> process_task(std::string key, json event) {
+    Task<ObjectQueues::Processed> process_task(std::string key, json event) {
         // The entry stays while its object is processed: only this cycle erases it.
         ObjectEntry& entry = objects.at(key);
         const std::shared_ptr<ServedKind> kind = entry.kind;  // alive for the cycle
@@ -253,19 +248,25 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             if (daemons) entry.memory->poke = make_poke(key);
         }
         reactor::ResourceMemory& memory = *entry.memory;
+        if (const auto object = event.find("object"); object != event.end())
+            if (const auto version = structs::body_version_number(*object))
+                entry.newest_version = std::max(entry.newest_version, *version);
         // Named first: g++ 12 destroys argument temporaries of a co_await twice.
         auto processing =
             reactor::process_resource_event(env, public_resource, memory, std::move(event));
         auto outcome = co_await std::move(processing);
         if (outcome.gone) {
             objects.erase(key);
-            co_return Processed{};
+            co_return ObjectQueues::Processed{};
         }
         auto applied =
             co_await reactor::apply_outcome(applier, env, public_resource, memory, outcome);
         if (applied.wakeup_after)
             schedule_touch(key, kind->api, outcome.body, *applied.wakeup_after);
-        co_return Processed{applied.resource_version, applied.own_echo_is_noop};
+        co_return ObjectQueues::Processed{.patched_version = std::move(applied.resource_version),
+                                          .patched_object = std::move(applied.patched_object),
+                                          .echo_is_noop = applied.own_echo_is_noop,
+                                          .hold = std::nullopt};
     }
 
     // Kopf's touch-dummy: after a delay with no new events, patch to provoke one.

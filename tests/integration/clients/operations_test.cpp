@@ -77,12 +77,13 @@ TEST_F(Operations, MergePatchChangesFields) {
 TEST_F(Operations, PatchReturningOnlyTheVersionAnswersTheWrittenVersion) {
     auto api = make_client(admin());
     run(api->create(configmaps(), "default", configmap("cm-version", {{"a", "1"}})));
-    const auto version = run(api->patch_version(configmaps(), "default", "cm-version",
+    const auto patched = run(api->patch_version(configmaps(), "default", "cm-version",
                                                 PatchType::Merge, {{"data", {{"a", "2"}}}}));
     const auto stored = run(api->get(configmaps(), "default", "cm-version"));
-    ASSERT_TRUE(version.has_value());
-    EXPECT_EQ(*version, stored["metadata"]["resourceVersion"]);
+    ASSERT_TRUE(patched.resource_version.has_value());
+    EXPECT_EQ(*patched.resource_version, stored["metadata"]["resourceVersion"]);
     EXPECT_EQ(stored["data"]["a"], "2");
+    EXPECT_EQ(json::parse(patched.object), stored);  // the answer's text, unparsed
     EXPECT_THROW(run(api->patch_version(configmaps(), "default", "cm-absent", PatchType::Merge,
                                         {{"data", {{"a", "2"}}}})),
                  NotFoundError);
@@ -93,17 +94,17 @@ TEST_F(Operations, PatchReturningOnlyTheVersionAnswersTheWrittenVersion) {
 TEST_F(Operations, PatchReturningOnlyTheVersionNeedsItsArgumentsOnlyDuringTheCall) {
     auto api = make_client(admin());
     run(api->create(configmaps(), "default", configmap("cm-early", {{"a", "1"}})));
-    std::optional<kopf::clients::Awaitable<std::optional<std::string>>> request;
+    std::optional<kopf::clients::Awaitable<kopf::clients::PatchedVersion>> request;
     {
         const auto resource = std::make_unique<kopf::structs::Resource>(configmaps());
         const auto name = std::make_unique<std::string>("cm-early");
         const auto patch = std::make_unique<json>(json{{"data", {{"a", "early"}}}});
         request.emplace(api->patch_version(*resource, "default", *name, PatchType::Merge, *patch));
     }
-    const auto version = run(std::move(*request));
+    const auto patched = run(std::move(*request));
     const auto stored = run(api->get(configmaps(), "default", "cm-early"));
-    ASSERT_TRUE(version.has_value());
-    EXPECT_EQ(*version, stored["metadata"]["resourceVersion"]);
+    ASSERT_TRUE(patched.resource_version.has_value());
+    EXPECT_EQ(*patched.resource_version, stored["metadata"]["resourceVersion"]);
     EXPECT_EQ(stored["data"]["a"], "early");
 }
 

@@ -1,6 +1,8 @@
 // The handling core end to end against the embedded API server: a full object lifecycle,
 // sub-handlers, an operator restarted mid-cycle, objects half-handled in Kopf's persisted format,
 // and other writers racing the finalizer guard. Every assertion reads the object back.
+#include <atomic>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -116,6 +118,51 @@ TEST_F(HandlingCycle, ASpecPatchedByTheCreateHandlerIsSeenAsAnUpdate) {
     std::this_thread::sleep_for(300ms);  // and nothing more follows
     EXPECT_EQ(calls.count("update_fn"), 1);
     EXPECT_EQ(calls.count("create_fn"), 1);
+}
+
+// A stalled watch stream withholds the events of the operator's own patches past
+// consistency_timeout and delivers them late, after someone else's older change: no handler
+// whose success a patch recorded runs again (a chaos run saw 23 such repeats), and the change
+// is still handled once.
+TEST_F(HandlingCycle, LateEchoesOfOurPatchesRunNoSucceededHandlerAgain) {
+    struct Shared {
+        Calls calls;
+        std::atomic<bool> released{false};
+    };
+    auto shared = std::make_shared<Shared>();
+    Registry registry;
+    on::create create_fn(registry, "kopfexamples", {.id = "create_fn"}, [shared](Context&) {
+        shared->calls.add("create_fn");
+        for (int i = 0; i < 1000 && !shared->released; ++i) std::this_thread::sleep_for(10ms);
+        return json{{"message", "created"}};
+    });
+    on::update update_fn(registry, "kopfexamples", {.id = "update_fn"}, [shared](Context& ctx) {
+        shared->calls.add("update_fn", ctx.diff.to_json());
+    });
+    auto settings = fast_settings();
+    settings.persistence.consistency_timeout = 0.5;
+    settings.queueing.idle_timeout = 0.2;  // the workers are gone when the late events come
+    auto operator_ = start_operator(registry, settings);
+
+    create(example("kex-late", {{"field", "value"}}));
+    ASSERT_TRUE(eventually([&] { return shared->calls.count("create_fn") == 1; }));
+    // Someone else's change while the handler runs: the operator sees it, older than its patch.
+    patch("kex-late", {{"metadata", {{"labels", {{"changed", "meanwhile"}}}}}});
+    std::this_thread::sleep_for(300ms);
+    server->stall_watches(true);
+    shared->released = true;
+    ASSERT_TRUE(eventually([&] {
+        const auto body = get("kex-late");
+        return body && body->value("/status/create_fn/message"_json_pointer, json()) == "created";
+    }));
+    // The label change is handled from the patched object, without waiting for the stream.
+    ASSERT_TRUE(eventually([&] { return shared->calls.count("update_fn") == 1; }));
+    std::this_thread::sleep_for(1s);  // past consistency and idle timeouts: nothing else runs
+    server->stall_watches(false);     // the withheld events come now
+    std::this_thread::sleep_for(1500ms);
+    EXPECT_EQ(shared->calls.count("create_fn"), 1);
+    EXPECT_EQ(shared->calls.count("update_fn"), 1) << json(shared->calls.details("update_fn"));
+    EXPECT_EQ(operator_->stop(), "");
 }
 
 TEST_F(HandlingCycle, SubHandlersRunWithParentChildIdsAndTheirOwnProgress) {

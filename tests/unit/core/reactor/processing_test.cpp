@@ -775,15 +775,18 @@ struct RecordingApplier : kopf::reactor::PatchApplier {
         requests.push_back(std::string(status ? "merge /status " : "merge ") + patch.dump());
         object.merge_patch(patch);
         object["metadata"]["resourceVersion"] = std::to_string(++rv);
-        co_return kopf::reactor::PatchResult{true, false, object["metadata"]["resourceVersion"]};
+        co_return kopf::reactor::PatchResult{true, false, object["metadata"]["resourceVersion"],
+                                             object.dump()};
     }
     kopf::Task<kopf::reactor::PatchResult> json_patch(const kopf::Resource&, const json&,
                                                       const json& ops, bool status) override {
         requests.push_back(std::string(status ? "json /status " : "json ") + ops.dump());
-        if (conflict_on_json_patch) co_return kopf::reactor::PatchResult{true, true, std::nullopt};
+        if (conflict_on_json_patch)
+            co_return kopf::reactor::PatchResult{true, true, std::nullopt, ""};
         object = object.patch(ops);
         object["metadata"]["resourceVersion"] = std::to_string(++rv);
-        co_return kopf::reactor::PatchResult{true, false, object["metadata"]["resourceVersion"]};
+        co_return kopf::reactor::PatchResult{true, false, object["metadata"]["resourceVersion"],
+                                             object.dump()};
     }
 };
 

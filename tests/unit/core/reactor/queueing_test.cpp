@@ -29,16 +29,20 @@ struct Recorder {
             pending.push_back(std::move(done));
         };
     }
-    void finish(std::optional<std::string> patched = std::nullopt, bool echo_is_noop = false) {
+    // `object`: the patched object as the API's answer showed it (JSON text), if any.
+    void finish(std::optional<std::string> patched = std::nullopt, bool echo_is_noop = false,
+                std::string object = "") {
         auto done = std::move(pending.front());
         pending.erase(pending.begin());
-        done(patched, echo_is_noop, std::nullopt);
+        done({.patched_version = std::move(patched),
+              .patched_object = std::move(object),
+              .echo_is_noop = echo_is_noop});
     }
     // The processing failed unexpectedly: the object is held back for `hold` seconds.
     void fail(double hold) {
         auto done = std::move(pending.front());
         pending.erase(pending.begin());
-        done(std::nullopt, false, hold);
+        done({.hold = hold});
     }
 };
 
@@ -311,6 +315,44 @@ TEST_F(ObjectQueues, ConsistencyTimeoutProcessesWhatArrived) {
     EXPECT_EQ(recorder.versions.size(), 1u);
     executor.advance(2);
     EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "2"}));
+}
+
+// A stalled watch withholds the echo of our patch: the events that came before it do not show
+// the handlers' successes the patch recorded, so the patched object itself is processed.
+TEST_F(ObjectQueues, ConsistencyTimeoutProcessesThePatchedObjectRatherThanAnOlderEvent) {
+    const std::string patched = event("MODIFIED", "9")["object"].dump();
+    for (const bool someone_elses_change : {true, false}) {
+        for (const bool echo_is_noop : {true, false}) {
+            auto& queues = start({.consistency_timeout = 5});
+            queues.push("uid1", event("ADDED", "1"));
+            if (someone_elses_change) queues.push("uid1", event("MODIFIED", "2"));
+            recorder.finish("9", echo_is_noop, patched);
+            executor.advance(6);
+            EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "9"}))
+                << someone_elses_change << echo_is_noop;
+        }
+    }
+}
+
+TEST_F(ObjectQueues, ConsistencyTimeoutProcessesAnEventNewerThanThePatch) {
+    // E.g. the listing after a restarted watch: newer than our patch, without its echo.
+    auto& queues = start({.consistency_timeout = 5});
+    queues.push("uid1", event("ADDED", "1"));
+    recorder.finish("9", false, event("MODIFIED", "9")["object"].dump());
+    executor.advance(0);
+    queues.push("uid1", event("MODIFIED", "12"));
+    executor.advance(6);
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "12"}));
+}
+
+TEST_F(ObjectQueues, VersionsThatAreNotNumbersAreNotCompared) {
+    // As Kopf: the latest event is processed after the timeout.
+    auto& queues = start({.consistency_timeout = 5});
+    queues.push("uid1", event("ADDED", "a"));
+    queues.push("uid1", event("MODIFIED", "b"));
+    recorder.finish("c", false, event("MODIFIED", "c")["object"].dump());
+    executor.advance(6);
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"a", "b"}));
 }
 
 TEST_F(ObjectQueues, ShutdownWaitsForBusyWorkers) {
