@@ -302,21 +302,37 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         }
     }
 
-    if (!run_activity(io, executor, registry, "startup", settings, memo, indices, nullptr,
-                      &stopping)) {
-        log->info("Operator has stopped during its startup.");
-        return;
+    // Once the startup activity has begun, the cleanup handlers run at every exit but a stop
+    // during the startup: after a graceful stop, and also after a failed startup or a crash of
+    // the operator's tasks (what the startup acquired is released all the same). A cleanup
+    // failing after a failure is logged: the first failure is the one reported.
+    const auto clean_up_after_failure = [&](const Client* client) {
+        try {
+            run_activity(io, executor, registry, "cleanup", settings, memo, indices, client);
+        } catch (const std::exception& error) {
+            log->error("{}", error.what());
+        }
+    };
+    std::optional<ConnectionInfo> credentials;
+    try {
+        if (!run_activity(io, executor, registry, "startup", settings, memo, indices, nullptr,
+                          &stopping)) {
+            log->info("Operator has stopped during its startup.");
+            return;
+        }
+        executor.set_max_workers(pool_size(settings));  // as the startup handlers left it
+        exit_guard.set_timeout(settings.process.ultimate_exiting_timeout);
+        if (!(settings.networking.qps >= 0)) {
+            throw StartupError(fmt::format(
+                "settings.networking.qps must be positive, or 0 for no rate limit; it is {}.",
+                settings.networking.qps));
+        }
+        posting->configure(settings.posting);  // as the startup handlers left it
+        credentials = login(registry, options, settings, memo, io, stopping);
+    } catch (...) {
+        clean_up_after_failure(nullptr);
+        throw;
     }
-    executor.set_max_workers(pool_size(settings));  // as the startup handlers left it
-    exit_guard.set_timeout(settings.process.ultimate_exiting_timeout);
-    if (!(settings.networking.qps >= 0)) {
-        throw StartupError(fmt::format(
-            "settings.networking.qps must be positive, or 0 for no rate limit; it is {}.",
-            settings.networking.qps));
-    }
-    posting->configure(settings.posting);  // as the startup handlers left it
-    std::optional<ConnectionInfo> credentials =
-        login(registry, options, settings, memo, io, stopping);
     if (!credentials) {
         log->info("Operator has stopped during its startup.");
         return;
@@ -348,6 +364,7 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     try {
         webhook_server = engines::start_admission_server(executor, admission_env, reconfigure);
     } catch (const std::exception& error) {
+        clean_up_after_failure(&serving.client());
         throw StartupError(error.what());
     }
     struct WebhookServerStopper {
@@ -388,7 +405,9 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         io.restart();
         io.run_one();
     }
-    if (!failure)
+    if (failure)
+        clean_up_after_failure(&serving.client());
+    else
         run_activity(io, executor, registry, "cleanup", settings, memo, indices, &serving.client());
     stop_background_tasks(io, *background_tasks);
     if (liveness) liveness->stop();

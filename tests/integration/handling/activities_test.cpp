@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "support/cluster.hpp"
 
@@ -84,6 +85,42 @@ TEST_F(Activities, PermanentErrorsFailTheStartupAtOnceAfterTheOtherHandlers) {
     EXPECT_EQ(calls->count("strict"), 1);
     EXPECT_EQ(calls->count("doomed"), 1);
     EXPECT_EQ(calls->count("fine"), 1);  // as Kopf: every handler has its turn
+}
+
+// What the startup acquired before the startup failed is released: the cleanup handlers run,
+// seeing the memo as the startup left it, and the startup's failure is the one reported.
+TEST_F(Activities, CleanupHandlersRunAfterAFailedStartup) {
+    Registry registry;
+    auto calls = std::make_shared<Calls>();
+    on::startup acquire(registry, {.id = "acquire"}, [](ActivityContext& ctx) {
+        ctx.memo.set("connections", std::make_shared<std::vector<std::string>>(
+                                        std::vector<std::string>{"db-1", "db-2"}));
+    });
+    on::startup broken(registry, {.id = "broken"},
+                       [](ActivityContext&) { throw PermanentError("no quota left"); });
+    on::cleanup release(registry, {.id = "release"}, [calls](ActivityContext& ctx) {
+        for (const auto& name :
+             *ctx.memo.get<std::shared_ptr<std::vector<std::string>>>("connections"))
+            calls->add("released", name);
+    });
+    const std::string failure = run_until_it_fails(registry);
+    EXPECT_NE(failure.find("no quota left"), std::string::npos) << failure;
+    EXPECT_EQ(calls->details("released"), (std::vector<json>{"db-1", "db-2"}));
+}
+
+// The operator's tasks fail (here: the API server is unreachable and no retry is allowed):
+// the cleanup handlers still run before the failure ends the operator.
+TEST_F(Activities, CleanupHandlersRunAfterTheOperatorsTasksFail) {
+    Registry registry;
+    auto calls = std::make_shared<Calls>();
+    on::cleanup release(registry, {.id = "release"},
+                        [calls](ActivityContext&) { calls->add("release"); });
+    auto settings = fast_settings();
+    settings.networking.error_backoffs.clear();
+    server->stop();
+    const std::string failure = HandlingTest::run_until_it_fails(registry, settings);
+    EXPECT_NE(failure.find("The API server is unreachable"), std::string::npos) << failure;
+    EXPECT_EQ(calls->count("release"), 1);
 }
 
 TEST_F(Activities, IgnoredErrorsLetTheOperatorStart) {
