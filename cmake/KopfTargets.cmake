@@ -16,7 +16,8 @@ function(kopf_add_test_dir dir)
     target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests ${PROJECT_SOURCE_DIR}/src
                                ${PROJECT_SOURCE_DIR}/apiserver/src ${PROJECT_SOURCE_DIR}/apiserver/include)
     target_compile_definitions(${target} PRIVATE
-      KOPF_SOURCE_DIR="${PROJECT_SOURCE_DIR}" KOPF_BINARY_DIR="${PROJECT_BINARY_DIR}")
+      KOPF_SOURCE_DIR="${PROJECT_SOURCE_DIR}" KOPF_BINARY_DIR="${PROJECT_BINARY_DIR}"
+      KOPF_CXX_COMPILER="${CMAKE_CXX_COMPILER}")
     gtest_discover_tests(${target} TEST_PREFIX "${rel}/" DISCOVERY_MODE PRE_TEST
                          PROPERTIES LABELS "${rel}" TIMEOUT 300)
   endforeach()

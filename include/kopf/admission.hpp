@@ -89,16 +89,26 @@ struct AdmissionCallable {
 /// not used (as in Kopf).
 template <class F>
 AdmissionCallable make_admission_callable(F fn) {
-    using R = std::invoke_result_t<F&, AdmissionContext&>;
-    AdmissionCallable c;
-    if constexpr (std::is_same_v<R, Task<void>>) {
-        c.async = std::move(fn);
-    } else if constexpr (std::is_same_v<R, Task<json>>) {
-        c.async = [fn = std::move(fn)](AdmissionContext& ctx) -> Task<void> { co_await fn(ctx); };
+    if constexpr (!std::is_invocable_v<F&, AdmissionContext&>) {
+        static_assert(
+            std::is_invocable_v<F&, AdmissionContext&>,
+            "An admission handler is called as fn(kopf::AdmissionContext& ctx), with no other "
+            "parameter, and returns void or kopf::Task<void> (its result is not used).");
+        return AdmissionCallable{};
     } else {
-        c.sync = [fn = std::move(fn)](AdmissionContext& ctx) { (void)fn(ctx); };
+        using R = std::invoke_result_t<F&, AdmissionContext&>;
+        AdmissionCallable c;
+        if constexpr (std::is_same_v<R, Task<void>>) {
+            c.async = std::move(fn);
+        } else if constexpr (std::is_same_v<R, Task<json>>) {
+            c.async = [fn = std::move(fn)](AdmissionContext& ctx) -> Task<void> {
+                co_await fn(ctx);
+            };
+        } else {
+            c.sync = [fn = std::move(fn)](AdmissionContext& ctx) { (void)fn(ctx); };
+        }
+        return c;
     }
-    return c;
 }
 
 }  // namespace kopf

@@ -60,47 +60,65 @@ void register_probe(Registry& registry, ActivityOptions options,
 /// std::optional results: empty = nothing to index.
 template <class F>
 IndexCallable make_index_callable(F fn) {
-    using R = std::invoke_result_t<F&, Context&>;
-    IndexCallable c;
-    if constexpr (std::is_same_v<R, Task<IndexEntries>>) {
-        c.async = std::move(fn);
-    } else if constexpr (std::is_same_v<R, Task<json>>) {
-        c.async = [fn = std::move(fn)](Context& ctx) -> Task<IndexEntries> {
-            json result = co_await fn(ctx);
-            co_return IndexEntries(std::move(result));
-        };
-    } else if constexpr (std::is_same_v<R, IndexEntries>) {
-        c.sync = std::move(fn);
+    if constexpr (!std::is_invocable_v<F&, Context&>) {
+        static_assert(
+            std::is_invocable_v<F&, Context&>,
+            "An index handler is called as fn(kopf::Context& ctx), with no other parameter, "
+            "and returns what goes into the index (kopf::IndexEntries, a value "
+            "convertible to kopf::json, an std::optional of one) or a kopf::Task of it.");
+        return IndexCallable{};
     } else {
-        static_assert(!std::is_void_v<R>, "An index handler returns what goes into the index.");
-        c.sync = [fn = std::move(fn)](Context& ctx) -> IndexEntries {
-            auto result = fn(ctx);
-            if constexpr (requires {
-                              result.has_value();
-                              *result;
-                          }) {
-                if (!result.has_value()) return IndexEntries();
-                return IndexEntries(json(std::move(*result)));
-            } else {
-                return IndexEntries(json(std::move(result)));
-            }
-        };
+        using R = std::invoke_result_t<F&, Context&>;
+        IndexCallable c;
+        if constexpr (std::is_same_v<R, Task<IndexEntries>>) {
+            c.async = std::move(fn);
+        } else if constexpr (std::is_same_v<R, Task<json>>) {
+            c.async = [fn = std::move(fn)](Context& ctx) -> Task<IndexEntries> {
+                json result = co_await fn(ctx);
+                co_return IndexEntries(std::move(result));
+            };
+        } else if constexpr (std::is_same_v<R, IndexEntries>) {
+            c.sync = std::move(fn);
+        } else {
+            static_assert(!std::is_void_v<R>, "An index handler returns what goes into the index.");
+            c.sync = [fn = std::move(fn)](Context& ctx) -> IndexEntries {
+                auto result = fn(ctx);
+                if constexpr (requires {
+                                  result.has_value();
+                                  *result;
+                              }) {
+                    if (!result.has_value()) return IndexEntries();
+                    return IndexEntries(json(std::move(*result)));
+                } else {
+                    return IndexEntries(json(std::move(result)));
+                }
+            };
+        }
+        return c;
     }
-    return c;
 }
 
 /// Adapt a probe: `json/T(ActivityContext&)` (on the worker pool) or `Task<json>` (loop).
 template <class F>
 std::function<Task<json>(ActivityContext&)> make_probe_callable(F fn) {
-    using R = std::invoke_result_t<F&, ActivityContext&>;
-    if constexpr (std::is_same_v<R, Task<json>>) {
-        return fn;
+    if constexpr (!std::is_invocable_v<F&, ActivityContext&>) {
+        static_assert(
+            std::is_invocable_v<F&, ActivityContext&>,
+            "A probe is called as fn(kopf::ActivityContext& ctx), with no other parameter, "
+            "and returns a value convertible to kopf::json or kopf::Task<kopf::json>.");
+        return std::function<Task<json>(ActivityContext&)>{};
     } else {
-        static_assert(!std::is_void_v<R>, "A probe returns what the liveness endpoint reports.");
-        return [fn = std::move(fn)](ActivityContext& ctx) -> Task<json> {
-            auto call = [&fn, &ctx] { return json(fn(ctx)); };
-            co_return co_await kopf::run_blocking(std::move(call));
-        };
+        using R = std::invoke_result_t<F&, ActivityContext&>;
+        if constexpr (std::is_same_v<R, Task<json>>) {
+            return fn;
+        } else {
+            static_assert(!std::is_void_v<R>,
+                          "A probe returns what the liveness endpoint reports.");
+            return [fn = std::move(fn)](ActivityContext& ctx) -> Task<json> {
+                auto call = [&fn, &ctx] { return json(fn(ctx)); };
+                co_return co_await kopf::run_blocking(std::move(call));
+            };
+        }
     }
 }
 
@@ -324,16 +342,24 @@ struct event {
 namespace detail_activity {
 template <class F>
 std::function<Task<void>(ActivityContext&)> adapt(F fn) {
-    using R = std::invoke_result_t<F&, ActivityContext&>;
-    if constexpr (std::is_same_v<R, Task<void>>) {
-        return fn;
+    if constexpr (!std::is_invocable_v<F&, ActivityContext&>) {
+        static_assert(
+            std::is_invocable_v<F&, ActivityContext&>,
+            "A startup or cleanup handler is called as fn(kopf::ActivityContext& ctx), with no "
+            "other parameter, and returns void or kopf::Task<void>.");
+        return std::function<Task<void>(ActivityContext&)>{};
     } else {
-        // On the worker pool, as in Kopf: a blocking startup or cleanup handler (an API call
-        // with .wait(), say) must not hold the loop that answers it.
-        return [fn = std::move(fn)](ActivityContext& ctx) -> Task<void> {
-            auto call = [&fn, &ctx] { fn(ctx); };
-            co_await kopf::run_blocking(std::move(call));
-        };
+        using R = std::invoke_result_t<F&, ActivityContext&>;
+        if constexpr (std::is_same_v<R, Task<void>>) {
+            return fn;
+        } else {
+            // On the worker pool, as in Kopf: a blocking startup or cleanup handler (an API call
+            // with .wait(), say) must not hold the loop that answers it.
+            return [fn = std::move(fn)](ActivityContext& ctx) -> Task<void> {
+                auto call = [&fn, &ctx] { fn(ctx); };
+                co_await kopf::run_blocking(std::move(call));
+            };
+        }
     }
 }
 }  // namespace detail_activity
@@ -376,15 +402,24 @@ using cleanup = activity<cleanup_name>;
 struct login {
     template <class F>
     static std::function<std::shared_ptr<ConnectionInfo>(ActivityContext&)> adapt(F fn) {
-        return [fn = std::move(fn)](ActivityContext& ctx) -> std::shared_ptr<ConnectionInfo> {
-            auto result = fn(ctx);
-            if constexpr (std::is_same_v<decltype(result), std::shared_ptr<ConnectionInfo>>) {
-                return result;
-            } else {
-                if (!result) return nullptr;
-                return std::make_shared<std::decay_t<decltype(*result)>>(std::move(*result));
-            }
-        };
+        if constexpr (!std::is_invocable_v<F&, ActivityContext&>) {
+            static_assert(
+                std::is_invocable_v<F&, ActivityContext&>,
+                "A login handler is called as fn(kopf::ActivityContext& ctx), with no other "
+                "parameter, and returns std::optional<kopf::ConnectionInfo> or "
+                "std::shared_ptr<kopf::ConnectionInfo>.");
+            return std::function<std::shared_ptr<ConnectionInfo>(ActivityContext&)>{};
+        } else {
+            return [fn = std::move(fn)](ActivityContext& ctx) -> std::shared_ptr<ConnectionInfo> {
+                auto result = fn(ctx);
+                if constexpr (std::is_same_v<decltype(result), std::shared_ptr<ConnectionInfo>>) {
+                    return result;
+                } else {
+                    if (!result) return nullptr;
+                    return std::make_shared<std::decay_t<decltype(*result)>>(std::move(*result));
+                }
+            };
+        }
     }
     template <class F>
     login(Registry& r, ActivityOptions o, F fn,

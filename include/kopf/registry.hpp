@@ -64,24 +64,37 @@ struct Callable {
 /// Adapt `void/json/T(Context&)` and `Task<json>/Task<void>(Context&)` functions.
 template <class F>
 Callable make_callable(F fn) {
-    using R = std::invoke_result_t<F&, Context&>;
-    Callable c;
-    if constexpr (std::is_same_v<R, Task<json>>) {
-        c.async = std::move(fn);
-    } else if constexpr (std::is_same_v<R, Task<void>>) {
-        c.async = [fn = std::move(fn)](Context& ctx) -> Task<json> {
-            co_await fn(ctx);
-            co_return json();
-        };
-    } else if constexpr (std::is_void_v<R>) {
-        c.sync = [fn = std::move(fn)](Context& ctx) -> json {
-            fn(ctx);
-            return json();
-        };
+    // One readable message instead of pages of template errors (a new user's first mistake).
+    if constexpr (!std::is_invocable_v<F&, Context&>) {
+        static_assert(std::is_invocable_v<F&, Context&>,
+                      "A handler is called as fn(kopf::Context& ctx), with no other parameter, "
+                      "and returns void, anything convertible to kopf::json, kopf::Task<void> or "
+                      "kopf::Task<kopf::json>.");
+        return Callable{};
     } else {
-        c.sync = [fn = std::move(fn)](Context& ctx) -> json { return json(fn(ctx)); };
+        using R = std::invoke_result_t<F&, Context&>;
+        Callable c;
+        if constexpr (std::is_same_v<R, Task<json>>) {
+            c.async = std::move(fn);
+        } else if constexpr (std::is_same_v<R, Task<void>>) {
+            c.async = [fn = std::move(fn)](Context& ctx) -> Task<json> {
+                co_await fn(ctx);
+                co_return json();
+            };
+        } else if constexpr (std::is_void_v<R>) {
+            c.sync = [fn = std::move(fn)](Context& ctx) -> json {
+                fn(ctx);
+                return json();
+            };
+        } else if constexpr (std::is_constructible_v<json, R>) {
+            c.sync = [fn = std::move(fn)](Context& ctx) -> json { return json(fn(ctx)); };
+        } else {
+            static_assert(std::is_constructible_v<json, R>,
+                          "A handler's result is stored in the object's status: return void or "
+                          "something convertible to kopf::json.");
+        }
+        return c;
     }
-    return c;
 }
 
 /// A resource-changing handler (create, update, delete, resume, field, sub-handlers).
