@@ -17,6 +17,7 @@
 #include <source_location>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace kopf {
 
@@ -466,16 +467,32 @@ void register_(Context& ctx, F fn, HandlerOptions options = {},
     subhandler(ctx, std::move(options), std::move(fn), loc);
 }
 
-/// Execute functions as sub-handlers with the given ids (Kopf's `kopf.execute(fns={...})`).
-/// They run when the parent handler returns.
-inline void execute(
-    Context& ctx,
-    std::initializer_list<std::pair<std::string, std::function<json(Context&)>>> fns) {
-    for (const auto& [id, fn] : fns) {
-        HandlerOptions options;
-        options.id = id;
-        detail::add_subhandler(ctx, std::move(options), make_callable(fn), id);
-    }
+/// One function for kopf::execute(): the sub-handler's id and any handler function.
+struct SubhandlerFn {
+    std::string id;
+    Callable fn;
+    template <class F>
+    SubhandlerFn(std::string id, F fn) : id(std::move(id)), fn(make_callable(std::move(fn))) {}
+};
+
+namespace detail {
+Task<void> execute(Context& ctx, std::vector<SubhandlerFn> fns);
+}  // namespace detail
+
+/// Kopf's `await kopf.execute(fns={...})`, in a coroutine handler: runs the functions now, in
+/// place, as sub-handlers "<parent>/<id>" with their own progress and retries. It returns once
+/// all of them are done; while some are not, it throws (as Kopf's does), the rest of the
+/// parent does not run, and the parent is retried later — the sub-handlers that succeeded are
+/// not run again. Name the list first: temporaries inside a `co_await` are unsafe with g++ 12
+/// (see kopf/task.hpp), so a braced list in the call does not compile.
+///
+///     std::vector<kopf::SubhandlerFn> steps = {{"volume", make_volume}, {"pod", make_pod}};
+///     co_await kopf::execute(ctx, steps);
+///     ctx.logger.info("Both are there.");
+///
+/// Synchronous handlers declare sub-handlers with kopf::subhandler(), which run after them.
+inline Task<void> execute(Context& ctx, std::vector<SubhandlerFn>& fns) {
+    return detail::execute(ctx, fns);
 }
 
 }  // namespace kopf

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <kopf/on.hpp>
 
 #include "core/intents/matching.hpp"
 #include "structs/dicts.hpp"
@@ -40,8 +41,6 @@ std::string format_timedelta(double seconds) {
 
 }  // namespace
 
-namespace {
-
 // Runs the sub-handlers collected in `scope` as one nested cycle; throws HandlerChildrenRetry
 // while they are not all done (Kopf's subhandling.execute).
 Task<void> execute_subhandlers(InvocationEnv& env, HandlerScope& scope,
@@ -72,6 +71,8 @@ Task<void> execute_subhandlers(InvocationEnv& env, HandlerScope& scope,
     for (const auto& [id, o] : outcomes) subrefs.insert(o.subrefs.begin(), o.subrefs.end());
     if (!state.done()) throw HandlerChildrenRetry(state.delay(env.now()).value_or(0.0));
 }
+
+namespace {
 
 // What a failed attempt leads to, by the kind of its error, with Kopf's log line. A plain
 // function: the many locals of these cases would otherwise sit in every suspended coroutine
@@ -209,7 +210,7 @@ Task<Outcome> execute_handler_once(InvocationEnv& env, const ChangingHandler& ha
     std::exception_ptr error;
     json result;
     {
-        HandlerScope scope{handler.id, handler.field_needs_change, {}};
+        HandlerScope scope{handler.id, handler.field_needs_change, {}, &env, &subrefs};
         FieldValues field_values;
         try {
             Context ctx =
@@ -259,23 +260,55 @@ void deliver_results(const std::map<std::string, Outcome>& outcomes, Patch& patc
 
 namespace kopf::detail {
 
+namespace {
+
+ChangingHandler subhandler_of(const HandlerScope& parent, HandlerOptions options, Callable fn,
+                              const std::string& default_id) {
+    ChangingHandler h;
+    h.field = dicts::parse_field(options.field);
+    h.id = parent.parent_id + "/" + (options.id.empty() ? default_id : options.id);
+    if (!fn) {
+        throw std::invalid_argument("The handler function of sub-handler '" + h.id + "' is empty.");
+    }
+    h.fn = std::move(fn);
+    h.has_selector = false;
+    h.field_needs_change = parent.field_needs_change;
+    h.options = std::move(options);
+    return h;
+}
+
+}  // namespace
+
 // Sub-handlers belong to the invocation of their parent (its HandlerScope), so they are
 // declared here rather than with the registry's handlers.
 void add_subhandler(Context& ctx, HandlerOptions options, Callable fn, std::string default_id) {
     if (!ctx.scope)
         throw std::logic_error(
             "Sub-handlers can be declared only inside resource-changing handlers.");
-    ChangingHandler h;
-    h.field = dicts::parse_field(options.field);
-    h.id = ctx.scope->parent_id + "/" + (options.id.empty() ? default_id : options.id);
-    if (!fn) {
-        throw std::invalid_argument("The handler function of sub-handler '" + h.id + "' is empty.");
+    ctx.scope->subhandlers.push_back(
+        subhandler_of(*ctx.scope, std::move(options), std::move(fn), default_id));
+}
+
+// As Kopf's `await kopf.execute(fns=...)`: the functions run now as one nested cycle of
+// sub-handlers; while they are not all done, HandlerChildrenRetry leaves the parent, which is
+// retried (the sub-handlers that succeeded are not run again).
+Task<void> execute(Context& ctx, std::vector<SubhandlerFn> fns) {
+    if (!ctx.scope || !ctx.scope->env || !ctx.scope->subrefs)
+        throw std::logic_error(
+            "kopf::execute() runs sub-handlers: it can be used only inside resource-changing "
+            "handlers (create, update, delete, resume, field).");
+    HandlerScope children{ctx.scope->parent_id,
+                          ctx.scope->field_needs_change,
+                          {},
+                          ctx.scope->env,
+                          ctx.scope->subrefs};
+    for (auto& fn : fns) {
+        HandlerOptions options;
+        options.id = fn.id;
+        children.subhandlers.push_back(
+            subhandler_of(children, std::move(options), std::move(fn.fn), fn.id));
     }
-    h.fn = std::move(fn);
-    h.has_selector = false;
-    h.field_needs_change = ctx.scope->field_needs_change;
-    h.options = std::move(options);
-    ctx.scope->subhandlers.push_back(std::move(h));
+    co_await actions::execute_subhandlers(*children.env, children, *children.subrefs);
 }
 
 }  // namespace kopf::detail

@@ -48,6 +48,11 @@ Context prepare_invocation(InvocationEnv& env, const ChangingHandler& handler,
 Outcome outcome_of_success(Logger& logger, const std::string& name, json result,
                            std::set<std::string> subrefs = {});
 
+/// Runs the sub-handlers collected in `scope` as one nested cycle of the invocation `env`, their
+/// ids added to `subrefs`; throws HandlerChildrenRetry while they are not all done.
+Task<void> execute_subhandlers(InvocationEnv& env, HandlerScope& scope,
+                               std::set<std::string>& subrefs);
+
 /// Results of successful handlers to status.<id>: mappings merged, other values replaced.
 void deliver_results(const std::map<std::string, Outcome>& outcomes, Patch& patch);
 

@@ -9,6 +9,7 @@
 #include <kopf/settings.hpp>
 #include <kopf/task.hpp>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,11 +20,19 @@
 
 namespace kopf {
 
+namespace actions {
+struct InvocationEnv;
+}
+
 /// Per-invocation scope of a changing handler: collects its sub-handlers.
 struct HandlerScope {
     std::string parent_id;
     bool field_needs_change = false;
-    std::vector<ChangingHandler> subhandlers;
+    std::vector<ChangingHandler> subhandlers;  ///< run after the parent returns
+    /// For kopf::execute(), which runs sub-handlers in place: the parent's invocation, and the
+    /// ids of the sub-handlers run (purged with the parent's progress when it is done).
+    actions::InvocationEnv* env = nullptr;
+    std::set<std::string>* subrefs = nullptr;
 };
 
 }  // namespace kopf

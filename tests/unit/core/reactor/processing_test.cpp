@@ -495,18 +495,80 @@ TEST(SubHandlers, RunAsPersistedChildrenOfTheirParent) {
     EXPECT_TRUE(ann2[DIFFBASE].is_string());
 }
 
-TEST(SubHandlers, ExecuteRegistersFunctionsById) {
+TEST(SubHandlers, ExecuteRunsTheFunctionsInPlace) {
     Harness h;
-    int a = 0;
-    kopf::on::create(h.registry, "kopfexamples", {.id = "p"}, [&](kopf::Context& c) {
-        kopf::execute(c, {{"a", [&a](kopf::Context&) {
-                               ++a;
-                               return json();
-                           }}});
-    });
-    auto out = h.step("ADDED");
-    EXPECT_EQ(a, 1);
+    auto calls = std::make_shared<std::vector<std::string>>();
+    kopf::on::create(h.registry, "kopfexamples", {.id = "p"},
+                     [calls](kopf::Context& c) -> kopf::Task<json> {
+                         calls->push_back("before");
+                         std::vector<kopf::SubhandlerFn> children = {
+                             {"a", [calls](kopf::Context&) { calls->push_back("a"); }},
+                             {"b", [calls](kopf::Context& ctx) -> kopf::Task<json> {
+                                  calls->push_back("b");
+                                  co_return json{{"child", ctx.name}};
+                              }}};
+                         co_await kopf::execute(c, children);
+                         calls->push_back("after");
+                         co_return json{{"children", "done"}};
+                     });
+    // Kopf's default lifecycle (asap) runs one sub-handler per cycle: the parent is re-entered.
+    h.step("ADDED");
+    EXPECT_EQ(*calls, (std::vector<std::string>{"before", "a"}));
+    auto out = h.step("MODIFIED");
+    EXPECT_EQ(*calls, (std::vector<std::string>{"before", "a", "before", "b", "after"}));
+    EXPECT_EQ(out.patch.merge["status"]["p"], (json{{"children", "done"}}));
+    EXPECT_EQ(h.body["status"]["p/b"]["child"], h.body["metadata"]["name"]);
     EXPECT_TRUE(out.patch.merge["metadata"]["annotations"][DIFFBASE].is_string());
+}
+
+// As Kopf: while a sub-handler is not done, execute() leaves the parent, which is retried; the
+// sub-handlers that succeeded do not run again, and all progress is purged at the end.
+TEST(SubHandlers, ExecuteLeavesTheParentUntilEveryFunctionIsDone) {
+    Harness h;
+    auto calls = std::make_shared<std::map<std::string, int>>();
+    kopf::on::create(h.registry, "kopfexamples", {.id = "p"},
+                     [calls](kopf::Context& c) -> kopf::Task<void> {
+                         ++(*calls)["parent"];
+                         std::vector<kopf::SubhandlerFn> children = {
+                             {"fine", [calls](kopf::Context&) { ++(*calls)["fine"]; }},
+                             {"flaky", [calls](kopf::Context& ctx) {
+                                  ++(*calls)["flaky"];
+                                  if (ctx.retry == 0) throw kopf::TemporaryError("not yet", 0);
+                              }}};
+                         co_await kopf::execute(c, children);
+                         ++(*calls)["after"];
+                     });
+    h.lifecycle = kopf::actions::lifecycles::all_at_once;
+    auto first = h.step("ADDED");
+    EXPECT_EQ((*calls)["after"], 0);
+    EXPECT_FALSE(first.patch.merge["metadata"]["annotations"]["kopf.zalando.org/p"].is_null());
+    auto second = h.step("MODIFIED");
+    EXPECT_EQ((*calls)["parent"], 2);
+    EXPECT_EQ((*calls)["fine"], 1);
+    EXPECT_EQ((*calls)["flaky"], 2);
+    EXPECT_EQ((*calls)["after"], 1);
+    auto& annotations = second.patch.merge["metadata"]["annotations"];
+    EXPECT_TRUE(annotations["kopf.zalando.org/p.fine"].is_null());
+    EXPECT_TRUE(annotations["kopf.zalando.org/p.flaky"].is_null());
+    EXPECT_TRUE(annotations["kopf.zalando.org/p"].is_null());
+    EXPECT_TRUE(annotations[DIFFBASE].is_string());
+}
+
+TEST(SubHandlers, ExecuteOutsideAChangingHandlerIsRefused) {
+    Harness h;
+    auto refusal = std::make_shared<std::string>();
+    kopf::on::event(h.registry, "kopfexamples", {.id = "watcher"},
+                    [refusal](kopf::Context& c) -> kopf::Task<void> {
+                        std::vector<kopf::SubhandlerFn> children = {{"a", [](kopf::Context&) {}}};
+                        try {
+                            co_await kopf::execute(c, children);
+                        } catch (const std::logic_error& e) {
+                            *refusal = e.what();
+                        }
+                    });
+    h.step("ADDED");
+    EXPECT_NE(refusal->find("only inside resource-changing handlers"), std::string::npos)
+        << *refusal;
 }
 
 TEST(Lifecycles, AllAtOnceRunsEveryHandlerInOneCycle) {
