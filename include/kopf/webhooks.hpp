@@ -53,12 +53,29 @@ struct WebhookResponse {
 using WebhookFn = std::function<void(WebhookRequest request,
                                      std::function<void(WebhookResponse response)> reply)>;
 
+/// What the operator knows of its cluster when it starts its webhook server: for servers that
+/// guess how the cluster reaches them (WebhookAutoServer).
+struct ClusterFacts {
+    std::string server{};           ///< the API server's URL
+    std::string certificate_pem{};  ///< its TLS certificate (empty over HTTP, or if unread)
+    std::string git_version{};      ///< /version's gitVersion (empty if unread)
+};
+
+/// The host name by which a local cluster reaches the machine of the operator, guessed as Kopf
+/// guesses it: K3s/K3d ("host.k3d.internal") by the API server's certificate (subject "k3s",
+/// issuer "k3s-…") or a "+k3s" version; Minikube ("host.minikube.internal") by subject
+/// "minikube" or issuer "minikubeCA"; Docker Desktop ("host.docker.internal") by the name
+/// "docker-for-desktop" in the certificate. Nothing for other clusters.
+std::optional<std::string> guess_cluster_host(const ClusterFacts& facts);
+
 /// A webhook server or tunnel: the extension point for servers of one's own.
 /// `start` begins serving in the background and calls `configured` (from any thread) once it
 /// can be reached, and again whenever that changes; `stop` ends serving and waits for it.
+/// Before `start`, the operator calls `on_cluster` with what it knows of the cluster.
 class WebhookServerBase {
   public:
     virtual ~WebhookServerBase() = default;
+    virtual void on_cluster(const ClusterFacts& facts) { (void)facts; }
     virtual void start(WebhookFn fn, std::function<void(WebhookClientConfig)> configured) = 0;
     virtual void stop() = 0;
 };
@@ -130,6 +147,58 @@ class WebhookMinikubeServer : public WebhookServer {
 
   protected:
     std::optional<std::string> default_host() const override { return "host.minikube.internal"; }
+};
+
+/// For Docker Desktop: the API server reaches the host as "host.docker.internal".
+class WebhookDockerDesktopServer : public WebhookServer {
+  public:
+    using WebhookServer::WebhookServer;
+
+  protected:
+    std::optional<std::string> default_host() const override { return "host.docker.internal"; }
+};
+
+/// Kopf's WebhookAutoServer: a WebhookServer whose host is guessed from the cluster
+/// (guess_cluster_host: K3s/K3d, Minikube, Docker Desktop); for other clusters, a plain local
+/// server (its host is then `.host`, or `.addr`, or "localhost").
+class WebhookAutoServer : public WebhookServer {
+  public:
+    using WebhookServer::WebhookServer;
+    void on_cluster(const ClusterFacts& facts) override;
+    /// The host found by the cluster detection, once the operator has started the server.
+    std::optional<std::string> guessed_host() const { return guessed_host_; }
+
+  protected:
+    std::optional<std::string> default_host() const override { return guessed_host_; }
+
+  private:
+    std::optional<std::string> guessed_host_;
+};
+
+/// The arguments of Kopf's `kopf.WebhookAutoTunnel(...)`.
+struct WebhookAutoTunnelOptions {
+    std::optional<std::string> addr{};
+    std::optional<int> port{};
+    std::optional<std::string> path{};
+};
+
+/// Kopf's WebhookAutoTunnel: a WebhookServer with the guessed host on a local cluster. Where
+/// Kopf falls back to an ngrok tunnel (other clusters), Kopf++, which has no client for ngrok's
+/// service, stops the operator at start, saying so (see WebhookNgrokTunnel).
+class WebhookAutoTunnel : public WebhookServerBase {
+  public:
+    explicit WebhookAutoTunnel(WebhookAutoTunnelOptions options = {})
+        : options_(std::move(options)) {}
+    void on_cluster(const ClusterFacts& facts) override;
+    /// Throws std::runtime_error when no local cluster was detected.
+    void start(WebhookFn fn, std::function<void(WebhookClientConfig)> configured) override;
+    void stop() override;
+    const WebhookAutoTunnelOptions& options() const { return options_; }
+
+  private:
+    WebhookAutoTunnelOptions options_;
+    std::optional<std::string> guessed_host_;
+    std::unique_ptr<WebhookServer> server_;
 };
 
 /// The arguments of Kopf's `kopf.WebhookNgrokTunnel(...)`.

@@ -154,6 +154,9 @@ class ApiClient {
                                std::string message, std::string source_component = "kopf");
 
     Awaitable<json> read_version();
+    // The API server's TLS certificate (PEM; empty over plain HTTP), read in a handshake of
+    // its own with the current credentials: what tells local clusters apart (K3s, Minikube).
+    Awaitable<std::string> read_server_certificate();
     // Scan /api and /apis into resources (preferred versions marked). A 404 on a group
     // version is skipped.
     Awaitable<std::vector<structs::Resource>> discover();

@@ -16,6 +16,11 @@ Awaitable<json> ApiClient::read_version() {
     co_return co_await impl_->call("GET", "/version", std::nullopt, "");
 }
 
+Awaitable<std::string> ApiClient::read_server_certificate() {
+    const structs::VaultItem item = co_await impl_->credentials();
+    co_return co_await impl_->transport.server_certificate(*item.info, impl_->timeouts());
+}
+
 Awaitable<std::vector<Resource>> ApiClient::discover() {
     std::vector<Resource> resources;
     auto scan = [&](std::string path, const std::string& group, const std::string& version,

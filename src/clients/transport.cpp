@@ -1,6 +1,7 @@
 #include "clients/transport.hpp"
 
 #include <fmt/format.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
@@ -536,6 +537,27 @@ Transport::~Transport() = default;
 
 asio::any_io_executor Transport::executor() const {
     return impl_->executor;
+}
+
+asio::awaitable<std::string> Transport::server_certificate(const ConnectionInfo& credentials,
+                                                           Timeouts timeouts) {
+    const auto destination = impl_->destination_of(credentials);
+    if (!destination->endpoint.tls) co_return std::string();
+    const auto connection = co_await impl_->connect(*destination, credentials, timeouts, nullptr);
+    std::string pem;
+    if (X509* certificate = SSL_get1_peer_certificate(connection->tls->native_handle())) {
+        if (BIO* bio = BIO_new(BIO_s_mem())) {
+            if (PEM_write_bio_X509(bio, certificate) == 1) {
+                char* data = nullptr;
+                const long size = BIO_get_mem_data(bio, &data);
+                if (size > 0) pem.assign(data, static_cast<std::size_t>(size));
+            }
+            BIO_free(bio);
+        }
+        X509_free(certificate);
+    }
+    connection->close();
+    co_return pem;
 }
 
 void Transport::close_idle() {

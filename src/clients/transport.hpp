@@ -76,6 +76,11 @@ class Transport {
         Seconds inactivity, std::optional<std::chrono::steady_clock::time_point> deadline,
         std::function<void(std::string_view)> on_chunk, StopSignal* stop);
 
+    // The server's own TLS certificate (PEM), as presented in a handshake on a connection of
+    // its own (closed at once); empty for a plain-HTTP server. Throws ConnectionError.
+    boost::asio::awaitable<std::string> server_certificate(const ConnectionInfo& credentials,
+                                                           Timeouts timeouts);
+
     // Drop idle keep-alive connections (e.g. after credentials changed).
     void close_idle();
 

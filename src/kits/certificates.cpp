@@ -135,4 +135,49 @@ GeneratedCertificate generate_certificate(const std::vector<std::string>& hostna
     return {pem_of(ca.get()), pem_of(cert.get()), pem_of(key.get(), password)};
 }
 
+namespace {
+
+std::string name_entry(const X509_NAME* name, int nid) {
+    if (!name) return {};
+    const int at = X509_NAME_get_index_by_NID(name, nid, -1);
+    if (at < 0) return {};
+    const ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, at));
+    unsigned char* utf8 = nullptr;
+    const int size = ASN1_STRING_to_UTF8(&utf8, data);
+    if (size < 0) return {};
+    std::string text(reinterpret_cast<const char*>(utf8), static_cast<std::size_t>(size));
+    OPENSSL_free(utf8);
+    return text;
+}
+
+}  // namespace
+
+std::optional<CertificateNames> certificate_names(const std::string& pem) {
+    const Owned<BIO> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+    if (!bio) return std::nullopt;
+    const Owned<X509> cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+    if (!cert) {
+        ERR_clear_error();
+        return std::nullopt;
+    }
+    CertificateNames names;
+    names.subject_cn = name_entry(X509_get_subject_name(cert.get()), NID_commonName);
+    names.subject_org = name_entry(X509_get_subject_name(cert.get()), NID_organizationName);
+    names.issuer_cn = name_entry(X509_get_issuer_name(cert.get()), NID_commonName);
+    auto* sans = static_cast<GENERAL_NAMES*>(
+        X509_get_ext_d2i(cert.get(), NID_subject_alt_name, nullptr, nullptr));
+    if (sans) {
+        for (int i = 0; i < sk_GENERAL_NAME_num(sans); ++i) {
+            const GENERAL_NAME* san = sk_GENERAL_NAME_value(sans, i);
+            if (san->type != GEN_DNS) continue;
+            const auto* text = ASN1_STRING_get0_data(san->d.dNSName);
+            names.dns_names.emplace_back(
+                reinterpret_cast<const char*>(text),
+                static_cast<std::size_t>(ASN1_STRING_length(san->d.dNSName)));
+        }
+        GENERAL_NAMES_free(sans);
+    }
+    return names;
+}
+
 }  // namespace kopf::kits

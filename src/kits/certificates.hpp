@@ -20,6 +20,16 @@ struct GeneratedCertificate {
 GeneratedCertificate generate_certificate(const std::vector<std::string>& hostnames,
                                           const std::optional<std::string>& password = {});
 
+/// The names in a PEM certificate that tell local clusters apart.
+struct CertificateNames {
+    std::string subject_cn;
+    std::string subject_org;
+    std::string issuer_cn;
+    std::vector<std::string> dns_names;  ///< subject alternative names
+};
+/// Nothing when the text is not a PEM certificate.
+std::optional<CertificateNames> certificate_names(const std::string& pem);
+
 /// Whether the text is an IPv4 or IPv6 address.
 bool is_ip_address(const std::string& text);
 

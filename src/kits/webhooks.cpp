@@ -418,6 +418,63 @@ void WebhookServer::stop() {
     if (impl->thread.joinable()) impl->thread.join();
 }
 
+std::optional<std::string> guess_cluster_host(const ClusterFacts& facts) {
+    if (const auto names = kits::certificate_names(facts.certificate_pem)) {
+        if (names->subject_cn == "k3s" || names->subject_org == "k3s" ||
+            names->issuer_cn.starts_with("k3s-"))
+            return "host.k3d.internal";
+        if (names->subject_cn == "minikube" || names->issuer_cn == "minikubeCA")
+            return "host.minikube.internal";
+        for (const auto& name : names->dns_names)
+            if (name == "docker-for-desktop") return "host.docker.internal";
+    }
+    if (facts.git_version.find("+k3s") != std::string::npos) return "host.k3d.internal";
+    return std::nullopt;
+}
+
+namespace {
+
+std::optional<std::string> detect_cluster_host(const ClusterFacts& facts, const char* otherwise) {
+    auto host = guess_cluster_host(facts);
+    runtime::NamedLogger log{"kopf.kits.webhooks"};
+    if (host) {
+        log.debug("Cluster detection found the hostname: {}", *host);
+    } else {
+        log.debug("Cluster detection failed, {}.", otherwise);
+    }
+    return host;
+}
+
+}  // namespace
+
+void WebhookAutoServer::on_cluster(const ClusterFacts& facts) {
+    guessed_host_ = detect_cluster_host(facts, "running a simple local server");
+}
+
+void WebhookAutoTunnel::on_cluster(const ClusterFacts& facts) {
+    guessed_host_ = detect_cluster_host(facts, "and no tunnel is available");
+}
+
+void WebhookAutoTunnel::start(WebhookFn fn, std::function<void(WebhookClientConfig)> configured) {
+    if (!guessed_host_) {
+        throw std::runtime_error(
+            "kopf::WebhookAutoTunnel found no local cluster (K3s/K3d, Minikube, Docker Desktop) "
+            "by the API server's certificate and version, and its fallback, an ngrok tunnel, is "
+            "not available in Kopf++: it has no client for ngrok's service. Serve the admission "
+            "handlers with kopf::WebhookServer and a host that the cluster can reach, or with a "
+            "server or tunnel of your own (see docs/admission.md).");
+    }
+    server_ = std::make_unique<WebhookServer>(WebhookServerOptions{.addr = options_.addr,
+                                                                   .port = options_.port,
+                                                                   .path = options_.path,
+                                                                   .host = guessed_host_});
+    server_->start(std::move(fn), std::move(configured));
+}
+
+void WebhookAutoTunnel::stop() {
+    if (server_) server_->stop();
+}
+
 void WebhookNgrokTunnel::start(WebhookFn, std::function<void(WebhookClientConfig)>) {
     throw std::runtime_error(
         "kopf::WebhookNgrokTunnel is not available in Kopf++: it has no client for ngrok's "

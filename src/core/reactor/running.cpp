@@ -196,6 +196,38 @@ std::vector<Resource> discover_webhook_resources(asio::io_context& io, ResourceS
     return resources;
 }
 
+asio::awaitable<void> read_cluster_facts(clients::ApiClient& api, ClusterFacts& facts) {
+    // Either may fail (a plain-HTTP server, a server that hides its version): what is found is
+    // given, and the webhook server decides with what it has.
+    try {
+        facts.certificate_pem = co_await api.read_server_certificate();
+    } catch (const std::exception& error) {
+        logger("kopf.reactor.running")
+            ->debug("The API server's certificate is not read: {}", error.what());
+    }
+    try {
+        const json version = co_await api.read_version();
+        facts.git_version = version.value("gitVersion", "");
+    } catch (const std::exception& error) {
+        logger("kopf.reactor.running")
+            ->debug("The API server's version is not read: {}", error.what());
+    }
+}
+
+// What the webhook server may want to know of the cluster (WebhookServerBase::on_cluster).
+ClusterFacts cluster_facts(asio::io_context& io, ResourceServing& serving, std::string server) {
+    ClusterFacts facts;
+    facts.server = std::move(server);
+    bool done = false;
+    asio::co_spawn(io, read_cluster_facts(serving.api(), facts),
+                   [&done](const std::exception_ptr&) { done = true; });
+    while (!done) {
+        io.restart();
+        io.run_one();
+    }
+    return facts;
+}
+
 }  // namespace
 
 // The whole lifecycle; returns normally after a graceful stop.
@@ -338,6 +370,7 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         return;
     }
 
+    const std::string api_server = credentials->server;
     std::exception_ptr failure;
     ResourceServing serving(
         io, executor, registry, settings, posting, scope, std::move(*credentials),
@@ -362,6 +395,8 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     };
     std::shared_ptr<WebhookServerBase> webhook_server;
     try {
+        if (settings.admission.server && !registry.webhooks.empty())
+            settings.admission.server->on_cluster(cluster_facts(io, serving, api_server));
         webhook_server = engines::start_admission_server(executor, admission_env, reconfigure);
     } catch (const std::exception& error) {
         clean_up_after_failure(&serving.client());

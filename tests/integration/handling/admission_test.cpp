@@ -333,6 +333,14 @@ TEST_F(AdmissionHandling, ManagedConfigurationsFollowTheHandlersOfTheNextRun) {
 // operator directly, and the webhooks say where a (fictional) proxy reaches it.
 class InProcessServer : public WebhookServerBase {
   public:
+    void on_cluster(const ClusterFacts& facts) override {
+        std::lock_guard lock(mutex_);
+        facts_ = facts;
+    }
+    ClusterFacts facts() {
+        std::lock_guard lock(mutex_);
+        return facts_;
+    }
     void start(WebhookFn fn, std::function<void(WebhookClientConfig)> configured) override {
         {
             std::lock_guard lock(mutex_);
@@ -357,6 +365,7 @@ class InProcessServer : public WebhookServerBase {
   private:
     std::mutex mutex_;
     WebhookFn fn_;
+    ClusterFacts facts_;
 };
 
 TEST_F(AdmissionHandling, ServersOfOnesOwnServeTheHandlersAndTheManagedWebhooks) {
@@ -405,6 +414,34 @@ TEST_F(AdmissionHandling, AdmissionHandlersWithoutAServerStopTheStart) {
     on::validate check(registry, "kopfexamples", {.id = "check"}, [](AdmissionContext&) {});
     const std::string failure = run_until_it_fails(registry, fast_settings());
     EXPECT_NE(failure.find("settings.admission.server"), std::string::npos) << failure;
+}
+
+// Before it starts, a server learns what the operator knows of the cluster (what lets
+// kopf::WebhookAutoServer guess the host by which local clusters reach the operator).
+TEST_F(AdmissionHandling, ServersLearnTheApiServersUrlCertificateAndVersion) {
+    on::validate check(registry, "kopfexamples", {.id = "check"}, [](AdmissionContext&) {});
+    auto server = std::make_shared<InProcessServer>();
+    OperatorSettings settings = fast_settings();
+    settings.admission.server = server;
+    auto op = start_operator(registry, settings);
+    const ClusterFacts facts = server->facts();
+    EXPECT_EQ(facts.server, this->server->url());
+    const json version = request("GET", "/version");
+    EXPECT_EQ(facts.git_version, version["gitVersion"]);
+    // The embedded API server's own serving certificate, not its CA's.
+    EXPECT_NE(facts.certificate_pem.find("-----BEGIN CERTIFICATE-----"), std::string::npos);
+    EXPECT_NE(facts.certificate_pem, this->server->ca_cert_pem());
+    EXPECT_EQ(guess_cluster_host(facts), std::nullopt);  // not a local cluster's
+    EXPECT_EQ(op->stop(), "");
+}
+
+// Where Kopf's auto-tunnel would fall back to ngrok, the start stops, saying why.
+TEST_F(AdmissionHandling, TheAutoTunnelOutsideLocalClustersStopsTheStartSayingWhy) {
+    on::validate check(registry, "kopfexamples", {.id = "check"}, [](AdmissionContext&) {});
+    OperatorSettings settings = fast_settings();
+    settings.admission.server = std::make_shared<WebhookAutoTunnel>();
+    const std::string failure = run_until_it_fails(registry, settings);
+    EXPECT_NE(failure.find("found no local cluster"), std::string::npos) << failure;
 }
 
 // Kopf's ngrok tunnel needs a service on the internet: refused with a clear error, not faked.

@@ -246,5 +246,77 @@ TEST_F(Webhooks, StoppedServersCloseTheirPort) {
     EXPECT_FALSE(post(url, config->ca_bundle).reached);
 }
 
+// A self-signed certificate made by the openssl command, as local clusters' API servers have.
+std::string certificate(const fs::path& dir, const std::string& subject,
+                        const std::string& dns_names = "") {
+    const fs::path path = dir / "cluster.pem";
+    std::string command =
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+        "-days 1 -keyout " +
+        (dir / "cluster.key").string() + " -out " + path.string() + " -subj '" + subject + "'";
+    if (!dns_names.empty()) command += " -addext 'subjectAltName=" + dns_names + "'";
+    if (!shell(command)) return "";
+    return read_text(path);
+}
+
+TEST_F(Webhooks, LocalClustersAreRecognisedByTheirApiServersCertificateAndVersion) {
+    const auto guess = [](std::string pem, std::string version = "") {
+        return guess_cluster_host({.server = "https://127.0.0.1:6443",
+                                   .certificate_pem = std::move(pem),
+                                   .git_version = std::move(version)});
+    };
+    EXPECT_EQ(guess(certificate(dir, "/CN=k3s/O=k3s")), "host.k3d.internal");
+    EXPECT_EQ(guess(certificate(dir, "/CN=k3s-server-ca@1700000000")), "host.k3d.internal");
+    EXPECT_EQ(guess(certificate(dir, "/CN=minikube")), "host.minikube.internal");
+    EXPECT_EQ(guess(certificate(dir, "/CN=minikubeCA")), "host.minikube.internal");
+    EXPECT_EQ(guess(certificate(dir, "/CN=kube-apiserver", "DNS:docker-for-desktop,DNS:localhost")),
+              "host.docker.internal");
+    // Other clusters: by the version only, and K3s only.
+    const std::string other = certificate(dir, "/CN=kube-apiserver", "DNS:kubernetes");
+    ASSERT_FALSE(other.empty());
+    EXPECT_EQ(guess(other, "v1.31.2+k3s1"), "host.k3d.internal");
+    EXPECT_EQ(guess(other, "v1.31.2"), std::nullopt);
+    EXPECT_EQ(guess("not a certificate", "v1.31.2"), std::nullopt);
+    EXPECT_EQ(guess(""), std::nullopt);
+}
+
+TEST_F(Webhooks, TheAutoServerTakesTheGuessedHostAndIsPlainElsewhere) {
+    WebhookAutoServer minikube({.addr = "127.0.0.1"});
+    minikube.on_cluster({.certificate_pem = certificate(dir, "/CN=minikubeCA")});
+    start(minikube);
+    EXPECT_EQ(minikube.guessed_host(), "host.minikube.internal");
+    EXPECT_EQ(config->url, "https://host.minikube.internal:" + std::to_string(minikube.port()));
+    minikube.stop();
+
+    config.reset();
+    WebhookAutoServer elsewhere({.addr = "127.0.0.1"});
+    elsewhere.on_cluster({.certificate_pem = certificate(dir, "/CN=kube-apiserver")});
+    start(elsewhere);
+    EXPECT_EQ(elsewhere.guessed_host(), std::nullopt);
+    EXPECT_EQ(config->url, "https://127.0.0.1:" + std::to_string(elsewhere.port()));
+    auto reply = post(*config->url + "/check", config->ca_bundle);
+    EXPECT_TRUE(reply.reached) << reply.error;
+    elsewhere.stop();
+}
+
+TEST_F(Webhooks, TheAutoTunnelServesLocalClustersAndRefusesOthersSayingWhy) {
+    WebhookAutoTunnel k3d({.addr = "127.0.0.1"});
+    k3d.on_cluster({.git_version = "v1.31.2+k3s1"});
+    k3d.start(recorder.fn(), [this](WebhookClientConfig c) { config = std::move(c); });
+    ASSERT_TRUE(config.has_value());
+    EXPECT_TRUE(config->url->starts_with("https://host.k3d.internal:")) << *config->url;
+    k3d.stop();
+
+    WebhookAutoTunnel elsewhere;
+    elsewhere.on_cluster({.git_version = "v1.31.2"});
+    try {
+        elsewhere.start(recorder.fn(), [](WebhookClientConfig) {});
+        ADD_FAILURE() << "started without a tunnel";
+    } catch (const std::runtime_error& error) {
+        EXPECT_NE(std::string(error.what()).find("found no local cluster"), std::string::npos)
+            << error.what();
+    }
+}
+
 }  // namespace
 }  // namespace kopf::testing
