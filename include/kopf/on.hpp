@@ -37,7 +37,7 @@ void register_watching(Registry& registry, Selector selector, HandlerOptions opt
 void register_activity(Registry& registry, std::string activity, ActivityOptions options,
                        std::function<Task<void>(ActivityContext&)> fn, std::string default_id);
 void register_login(Registry& registry, ActivityOptions options,
-                    std::function<std::shared_ptr<ConnectionInfo>(ActivityContext&)> fn,
+                    std::function<Task<std::shared_ptr<ConnectionInfo>>(ActivityContext&)> fn,
                     std::string default_id);
 void register_daemon(Registry& registry, Selector selector, DaemonOptions options, Callable fn,
                      std::string default_id);
@@ -394,32 +394,54 @@ using startup = activity<startup_name>;
 using cleanup = activity<cleanup_name>;
 
 /// Authentication: return credentials (`std::optional<kopf::ConnectionInfo>` or a shared_ptr;
-/// empty = let the next login handler try).
+/// empty = let the next login handler try), or a `kopf::Task` of them from a coroutine. Every
+/// login handler's credentials go to the vault; the highest `.priority` is used first, and
+/// when the API server refuses it (401), the next one, until none is left and the login
+/// handlers run again.
 ///
 ///     std::optional<kopf::ConnectionInfo> login_fn(kopf::ActivityContext&) {
 ///         return kopf::login_with_kubeconfig();
 ///     }
 ///     KOPF_ON_LOGIN(login_fn, {});
 struct login {
+    using Fn = std::function<Task<std::shared_ptr<ConnectionInfo>>(ActivityContext&)>;
+    template <class R>
+    static std::shared_ptr<ConnectionInfo> shared(R result) {
+        if constexpr (std::is_same_v<R, std::shared_ptr<ConnectionInfo>>) {
+            return result;
+        } else {
+            if (!result) return nullptr;
+            return std::make_shared<std::decay_t<decltype(*result)>>(std::move(*result));
+        }
+    }
     template <class F>
-    static std::function<std::shared_ptr<ConnectionInfo>(ActivityContext&)> adapt(F fn) {
+    static Fn adapt(F fn) {
         if constexpr (!std::is_invocable_v<F&, ActivityContext&>) {
             static_assert(
                 std::is_invocable_v<F&, ActivityContext&>,
                 "A login handler is called as fn(kopf::ActivityContext& ctx), with no other "
                 "parameter, and returns std::optional<kopf::ConnectionInfo> or "
-                "std::shared_ptr<kopf::ConnectionInfo>.");
-            return std::function<std::shared_ptr<ConnectionInfo>(ActivityContext&)>{};
+                "std::shared_ptr<kopf::ConnectionInfo>, or a kopf::Task of either.");
+            return Fn{};
         } else {
-            return [fn = std::move(fn)](ActivityContext& ctx) -> std::shared_ptr<ConnectionInfo> {
-                auto result = fn(ctx);
-                if constexpr (std::is_same_v<decltype(result), std::shared_ptr<ConnectionInfo>>) {
-                    return result;
-                } else {
-                    if (!result) return nullptr;
-                    return std::make_shared<std::decay_t<decltype(*result)>>(std::move(*result));
-                }
-            };
+            using R = std::invoke_result_t<F&, ActivityContext&>;
+            if constexpr (requires(R task) { task.await_resume(); }) {
+                // A coroutine: on the operator's loop.
+                return [fn = std::move(fn)](
+                           ActivityContext& ctx) -> Task<std::shared_ptr<ConnectionInfo>> {
+                    auto logging_in = fn(ctx);
+                    co_return shared(co_await std::move(logging_in));
+                };
+            } else {
+                // On the worker pool, as other synchronous activity handlers (it may block).
+                return [fn = std::move(fn)](
+                           ActivityContext& ctx) -> Task<std::shared_ptr<ConnectionInfo>> {
+                    std::shared_ptr<ConnectionInfo> info;
+                    auto call = [&fn, &ctx, &info] { info = shared(fn(ctx)); };
+                    co_await kopf::run_blocking(std::move(call));
+                    co_return info;
+                };
+            }
         }
     }
     template <class F>

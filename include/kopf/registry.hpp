@@ -294,7 +294,7 @@ struct ActivityHandler {
     ActivityOptions options{};
     std::function<Task<void>(ActivityContext&)> fn;  ///< startup, cleanup
     /// login: returns credentials, or nullopt to let the next login handler try.
-    std::function<std::shared_ptr<ConnectionInfo>(ActivityContext&)> login;
+    std::function<Task<std::shared_ptr<ConnectionInfo>>(ActivityContext&)> login;
     /// probe: its result is reported under its id by the liveness endpoint.
     std::function<Task<json>(ActivityContext&)> probe;
 };

@@ -845,6 +845,11 @@ void Server::fail_next_requests(int count, int status, int retry_after_seconds) 
     impl_->faults.fail_retry_after = retry_after_seconds;
 }
 
+int Server::failing_requests_left() const {
+    std::lock_guard lock(impl_->faults.mutex);
+    return impl_->faults.fail_remaining;
+}
+
 void Server::delay_responses(std::chrono::milliseconds delay) {
     impl_->faults.delay_ms = delay.count();
 }

@@ -7,10 +7,13 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <future>
 #include <kopf/errors.hpp>
 #include <kopf/registry.hpp>
 #include <kopf/run.hpp>
 #include <kopf/settings.hpp>
+#include <map>
+#include <memory>
 #include <optional>
 
 #include "core/actions/logging.hpp"
@@ -178,11 +181,39 @@ LoginPause pause_thread_unless(const std::atomic<bool>& stopping) {
 
 // Login: the registered login handlers, else Kopf's built-ins (in-cluster, then kubeconfig).
 // Returns nothing when no credentials could be found.
-std::optional<ConnectionInfo> try_login(const Registry& registry, const RunOptions& options,
-                                        OperatorSettings& settings, Memo& memo,
-                                        const LoginPause& pause) {
+namespace {
+
+Task<void> log_in_with(const ActivityHandler& handler, ActivityContext& ctx,
+                       std::shared_ptr<ConnectionInfo>& info) {
+    auto logging_in = handler.login(ctx);
+    info = co_await std::move(logging_in);
+}
+
+}  // namespace
+
+LoginRunner run_on_loop_and_wait(loop::LoopExecutor& executor) {
+    return [&executor](Task<void> task) {
+        auto finished = std::make_shared<std::promise<void>>();
+        auto result = finished->get_future();
+        auto held = std::make_shared<Task<void>>(std::move(task));
+        executor.post([&executor, held, finished] {
+            kopf::start_detached(executor, std::move(*held), [finished](std::exception_ptr e) {
+                if (e) {
+                    finished->set_exception(e);
+                } else {
+                    finished->set_value();
+                }
+            });
+        });
+        result.get();
+    };
+}
+
+std::map<std::string, ConnectionInfo> try_login(const Registry& registry, const RunOptions& options,
+                                                OperatorSettings& settings, Memo& memo,
+                                                const LoginPause& pause, const LoginRunner& run) {
     runtime::NamedLogger log("kopf.activities.authentication");
-    std::optional<ConnectionInfo> best;
+    std::map<std::string, ConnectionInfo> collected;
     std::optional<std::string> first_failure;
     bool any_login_handler = false;
     for (const auto& handler : registry.activities) {
@@ -199,16 +230,16 @@ std::optional<ConnectionInfo> try_login(const Registry& registry, const RunOptio
                                 std::chrono::system_clock::now() - started,
                                 handler.options.param};
             std::shared_ptr<ConnectionInfo> info;
-            const auto invoke = [&] { info = handler.login(ctx); };
+            const auto invoke = [&] { run(log_in_with(handler, ctx, info)); };
             const ActivityOutcome outcome = attempt_activity(handler, ctx, settings, log, invoke);
             if (!outcome.final) {
-                if (!pause(outcome.delay)) return std::nullopt;
+                if (!pause(outcome.delay)) return {};
                 continue;
             }
             if (outcome.failure) {
                 if (!first_failure) first_failure = outcome.failure;
-            } else if (info && (!best || info->priority > best->priority)) {
-                best = *info;
+            } else if (info) {
+                collected.insert_or_assign(handler.id, std::move(*info));
             }
             break;
         }
@@ -219,31 +250,36 @@ std::optional<ConnectionInfo> try_login(const Registry& registry, const RunOptio
             fmt::format("The login activity has failed: {}", *first_failure));
     }
     if (!any_login_handler) {
-        if (auto info = kopf::login_with_service_account()) best = std::move(info);
-        if (!best) {
+        if (auto info = kopf::login_with_service_account()) {
+            collected.emplace("login_with_service_account", std::move(*info));
+        } else {
             try {
-                best = kopf::login_with_kubeconfig(options.context);
+                if (auto found = kopf::login_with_kubeconfig(options.context))
+                    collected.emplace("login_with_kubeconfig", std::move(*found));
             } catch (const std::exception& error) {
                 throw runtime::StartupError(
                     fmt::format("Cannot log in with the kubeconfig: {}", error.what()));
             }
         }
     }
-    return best;
+    return collected;
 }
 
-std::optional<ConnectionInfo> login(const Registry& registry, const RunOptions& options,
-                                    OperatorSettings& settings, Memo& memo, asio::io_context& io,
-                                    const std::atomic<bool>& stopping) {
+std::optional<std::map<std::string, ConnectionInfo>> login(
+    const Registry& registry, const RunOptions& options, OperatorSettings& settings, Memo& memo,
+    asio::io_context& io, loop::LoopExecutor& executor, const std::atomic<bool>& stopping) {
     runtime::NamedLogger log("kopf.activities.authentication");
     log.info("Initial authentication has been initiated.");
     const LoginPause pause = [&io, &stopping](double seconds) {
         sleep_unless(io, seconds, &stopping);
         return !stopping;
     };
-    std::optional<ConnectionInfo> best = try_login(registry, options, settings, memo, pause);
+    const LoginRunner run = [&io, &executor](Task<void> task) {
+        loop::run_to_completion(io, executor, std::move(task));
+    };
+    auto collected = try_login(registry, options, settings, memo, pause, run);
     if (stopping) return std::nullopt;
-    if (!best) {
+    if (collected.empty()) {
         throw runtime::StartupError(
             "Ran out of valid credentials: no kubeconfig was found ($KUBECONFIG or "
             "~/.kube/config) and this is not a pod with a service account. Point KUBECONFIG at a "
@@ -251,7 +287,7 @@ std::optional<ConnectionInfo> login(const Registry& registry, const RunOptions& 
             "a kopf::on::login handler.");
     }
     log.info("Initial authentication has finished.");
-    return *best;
+    return collected;
 }
 
 }  // namespace kopf::engines

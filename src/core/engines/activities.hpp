@@ -7,6 +7,8 @@
 #include <functional>
 #include <kopf/connection.hpp>
 #include <kopf/index.hpp>
+#include <kopf/task.hpp>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -54,18 +56,26 @@ using LoginPause = std::function<bool(double seconds)>;
 // A re-login's pause, on its own thread (not the loop's), cut short by `stopping`.
 LoginPause pause_thread_unless(const std::atomic<bool>& stopping);
 
-// One round of the login handlers (or the built-in logins): the best credentials, if any. The
-// handlers are retried as activities are (errors, timeout, retries, backoff), pausing with
-// `pause` (nothing if it says the operator is stopping); one that fails for good throws
-// runtime::StartupError, as Kopf's login activity fails.
-std::optional<ConnectionInfo> try_login(const Registry& registry, const RunOptions& options,
-                                        OperatorSettings& settings, Memo& memo,
-                                        const LoginPause& pause);
+// Runs a login handler's coroutine to its end on the operator's loop, from the calling thread.
+using LoginRunner = std::function<void(Task<void>)>;
 
-// The initial login, pausing on the loop: credentials, or runtime::StartupError saying where
-// they were looked for; nothing if `stopping` was set meanwhile.
-std::optional<ConnectionInfo> login(const Registry& registry, const RunOptions& options,
-                                    OperatorSettings& settings, Memo& memo,
-                                    boost::asio::io_context& io, const std::atomic<bool>& stopping);
+// For a re-login from another thread (the API client's): the coroutine is posted to the loop,
+// which the operator's thread runs meanwhile, and waited for.
+LoginRunner run_on_loop_and_wait(loop::LoopExecutor& executor);
+
+// One round of the login handlers (or the built-in logins): the credentials of every handler
+// that gave some, by handler id (empty if none did). The handlers are retried as activities
+// are (errors, timeout, retries, backoff), pausing with `pause` (nothing if it says the
+// operator is stopping), and run by `run`; one that fails for good throws
+// runtime::StartupError, as Kopf's login activity fails.
+std::map<std::string, ConnectionInfo> try_login(const Registry& registry, const RunOptions& options,
+                                                OperatorSettings& settings, Memo& memo,
+                                                const LoginPause& pause, const LoginRunner& run);
+
+// The initial login, on the loop: the credentials by handler id, or runtime::StartupError
+// saying where they were looked for; nothing if `stopping` was set meanwhile.
+std::optional<std::map<std::string, ConnectionInfo>> login(
+    const Registry& registry, const RunOptions& options, OperatorSettings& settings, Memo& memo,
+    boost::asio::io_context& io, loop::LoopExecutor& executor, const std::atomic<bool>& stopping);
 
 }  // namespace kopf::engines

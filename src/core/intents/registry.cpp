@@ -272,7 +272,7 @@ void register_activity(Registry& registry, std::string activity, ActivityOptions
 }
 
 void register_login(Registry& registry, ActivityOptions options,
-                    std::function<std::shared_ptr<ConnectionInfo>(ActivityContext&)> fn,
+                    std::function<Task<std::shared_ptr<ConnectionInfo>>(ActivityContext&)> fn,
                     std::string default_id) {
     if (!fn) throw std::invalid_argument("The login handler function is empty.");
     ActivityHandler h;

@@ -345,7 +345,7 @@ void run_operator(const RunOptions& options, bool handle_signals) {
             log->error("{}", error.what());
         }
     };
-    std::optional<ConnectionInfo> credentials;
+    std::optional<std::map<std::string, ConnectionInfo>> credentials;
     try {
         if (!run_activity(io, executor, registry, "startup", settings, memo, indices, nullptr,
                           &stopping)) {
@@ -360,7 +360,7 @@ void run_operator(const RunOptions& options, bool handle_signals) {
                 settings.networking.qps));
         }
         posting->configure(settings.posting);  // as the startup handlers left it
-        credentials = login(registry, options, settings, memo, io, stopping);
+        credentials = login(registry, options, settings, memo, io, executor, stopping);
     } catch (...) {
         clean_up_after_failure(nullptr);
         throw;
@@ -370,13 +370,19 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         return;
     }
 
-    const std::string api_server = credentials->server;
+    // The API server of the credentials used first (the highest priority).
+    const std::string api_server =
+        std::max_element(
+            credentials->begin(), credentials->end(),
+            [](const auto& a, const auto& b) { return a.second.priority < b.second.priority; })
+            ->second.server;
     std::exception_ptr failure;
     ResourceServing serving(
         io, executor, registry, settings, posting, scope, std::move(*credentials),
-        [&registry, &options, &settings, &memo, &stopping] {
+        [&registry, &options, &settings, &memo, &stopping, &executor] {
             return try_login(registry, options, settings, memo,
-                             engines::pause_thread_unless(stopping));
+                             engines::pause_thread_unless(stopping),
+                             engines::run_on_loop_and_wait(executor));
         },
         indices_data, operator_memo);
     if (options.client) *options.client = serving.client();

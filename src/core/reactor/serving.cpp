@@ -60,8 +60,8 @@ class ObjectLogger final : public kopf::Logger {
 struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Impl> {
     Impl(asio::io_context& io, kopf::Executor& executor, const Registry& registry,
          const OperatorSettings& settings, std::shared_ptr<PostingContext> posting_context,
-         NamespaceScope scope, ConnectionInfo credentials,
-         std::function<std::optional<ConnectionInfo>()> login,
+         NamespaceScope scope, std::map<std::string, ConnectionInfo> credentials,
+         std::function<std::map<std::string, ConnectionInfo>()> login,
          std::shared_ptr<kopf::detail::IndicesData> indices, std::shared_ptr<Memo> memobase)
         : io(io),
           executor(executor),
@@ -69,8 +69,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
           settings(settings),
           posting(std::move(posting_context)),
           vault(std::make_shared<structs::Vault>()),
-          api(io.get_executor(), vault, make_relogin(std::move(login)),
-              configs::client_settings(settings)),
+          api(io.get_executor(), vault, std::move(login), configs::client_settings(settings)),
           env{registry, settings, actions::lifecycles::asap, [] { return actions::Clock::now(); },
               [posting = posting](const json& body) -> std::shared_ptr<Logger> {
                   return std::make_shared<ObjectLogger>(ObjectRef::from_body(body), posting);
@@ -91,7 +90,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
                         indexing.get()),
           observation(io, executor, api, registry, std::move(scope), orchestration, indexing.get()),
           applier(io, api, settings, observation.insights()) {
-        vault->put("initial", std::move(credentials));
+        vault->populate(std::move(credentials));
         queues.on_hold_over([this](const std::string& key) { hold_over(key); });
         env.client = &client;
         if (indexing) env.indices = indexing->indices();
@@ -163,14 +162,6 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
                 return;
             self->schedule_touch(key, found->second.kind->api,
                                  found->second.memory->daemons->live(), 0);
-        };
-    }
-
-    static clients::ReloginFn make_relogin(std::function<std::optional<ConnectionInfo>()> login) {
-        return [login = std::move(login)]() {
-            std::map<std::string, ConnectionInfo> result;
-            if (auto info = login()) result.emplace("relogin", *info);
-            return result;
         };
     }
 
@@ -433,8 +424,8 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
 ResourceServing::ResourceServing(asio::io_context& io, kopf::Executor& executor,
                                  const Registry& registry, const OperatorSettings& settings,
                                  std::shared_ptr<PostingContext> posting, NamespaceScope scope,
-                                 ConnectionInfo credentials,
-                                 std::function<std::optional<ConnectionInfo>()> login,
+                                 std::map<std::string, ConnectionInfo> credentials,
+                                 std::function<std::map<std::string, ConnectionInfo>()> login,
                                  std::shared_ptr<kopf::detail::IndicesData> indices,
                                  std::shared_ptr<Memo> memo)
     : impl_(std::make_shared<Impl>(io, executor, registry, settings, std::move(posting),

@@ -13,7 +13,9 @@
 #include <kopf/registry.hpp>
 #include <kopf/settings.hpp>
 #include <kopf/task.hpp>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "core/reactor/namespaces.hpp"
 
@@ -38,12 +40,13 @@ namespace kopf::runtime {
 
 class ResourceServing {
   public:
-    // `login` produces fresh credentials when the API rejects the current ones (401).
+    // `credentials`: by login handler id (the highest priority is used first; on a 401, the
+    // next). `login` produces fresh credentials when none is left.
     // `posting`: the operator's own Events (queue, identity, object-log hook) to post.
     ResourceServing(boost::asio::io_context& io, kopf::Executor& executor, const Registry& registry,
                     const OperatorSettings& settings, std::shared_ptr<PostingContext> posting,
-                    NamespaceScope scope, ConnectionInfo credentials,
-                    std::function<std::optional<ConnectionInfo>()> login,
+                    NamespaceScope scope, std::map<std::string, ConnectionInfo> credentials,
+                    std::function<std::map<std::string, ConnectionInfo>()> login,
                     std::shared_ptr<kopf::detail::IndicesData> indices = nullptr,
                     std::shared_ptr<Memo> memo = nullptr);
     ~ResourceServing();

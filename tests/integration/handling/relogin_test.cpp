@@ -55,5 +55,51 @@ TEST_F(Relogin, OperatorSurvivesRepeated401sAndKeepsHandling) {
     EXPECT_EQ(operator_->stop(), "");
 }
 
+// As Kopf's vault: every login handler's credentials are kept; a 401 invalidates only the ones
+// used (the highest priority), the next ones carry on, and the login handlers run again only
+// when none is left. A login handler may be a coroutine.
+TEST_F(Relogin, CredentialsOfSeveralLoginHandlersAreUsedByPriorityBeforeLoggingInAgain) {
+    Registry registry;
+    auto logins = std::make_shared<Calls>();
+    on::login preferred(registry, {.id = "preferred"},
+                        [logins](ActivityContext&) -> Task<std::optional<ConnectionInfo>> {
+                            co_await kopf::sleep(0.01);
+                            logins->add("preferred");
+                            auto info = login_with_kubeconfig();
+                            info->priority = 10;
+                            co_return info;
+                        });
+    on::login fallback(registry, {.id = "fallback"},
+                       [logins](ActivityContext&) -> std::optional<ConnectionInfo> {
+                           logins->add("fallback");
+                           return login_with_kubeconfig();
+                       });
+    auto handled = std::make_shared<Calls>();
+    on::create created(registry, "kopfexamples", {.id = "create_fn"},
+                       [handled](Context& ctx) { handled->add(ctx.name); });
+    auto operator_ = start_operator(registry);
+    EXPECT_EQ(logins->count("preferred"), 1);
+    EXPECT_EQ(logins->count("fallback"), 1);
+
+    // The preferred credentials are refused: the fallback ones carry on, with no new login.
+    server->fail_next_requests(1, 401);
+    server->drop_watches();
+    ASSERT_TRUE(eventually([&] { return server->failing_requests_left() == 0; }));
+    create(example("kex-fallback", {}));
+    ASSERT_TRUE(eventually([&] { return handled->count("kex-fallback") == 1; }));
+    EXPECT_EQ(logins->count("preferred"), 1);
+    EXPECT_EQ(logins->count("fallback"), 1);
+
+    // Those are refused too: none is left, so both handlers run again.
+    server->fail_next_requests(1, 401);
+    server->drop_watches();
+    ASSERT_TRUE(eventually([&] { return server->failing_requests_left() == 0; }));
+    ASSERT_TRUE(eventually([&] { return logins->count("fallback") == 2; }));
+    EXPECT_EQ(logins->count("preferred"), 2);
+    create(example("kex-relogged", {}));
+    ASSERT_TRUE(eventually([&] { return handled->count("kex-relogged") == 1; }));
+    EXPECT_EQ(operator_->stop(), "");
+}
+
 }  // namespace
 }  // namespace kopf::testing

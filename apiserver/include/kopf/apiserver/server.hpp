@@ -78,6 +78,8 @@ class Server {
     void compact_history();
     void stall_watches(bool stalled);
     void fail_next_requests(int count, int status, int retry_after_seconds = 0);
+    // How many of the requests to fail are still to come (a test waits for its fault to land).
+    int failing_requests_left() const;
     void delay_responses(std::chrono::milliseconds delay);
 
   private:

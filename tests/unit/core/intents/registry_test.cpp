@@ -4,6 +4,8 @@
 #include <kopf/kopf.hpp>
 #include <set>
 
+#include "loop/virtual_executor.hpp"
+
 namespace {
 
 using kopf::json;
@@ -197,7 +199,7 @@ TEST(Registration, LoginHandlersReturnConnectionInfo) {
         } logger;
         kopf::ActivityContext ctx{
             .settings = settings, .memo = memo, .logger = logger, .activity = "login"};
-        auto info = a.login(ctx);
+        auto info = kopf::loop::run_sync(a.login(ctx));  // on the worker pool: at once here
         ASSERT_TRUE(info);
         EXPECT_EQ(info->server, "https://127.0.0.1:6443");
         EXPECT_FALSE(a.options.errors);  // TEMPORARY when run, as in Kopf
