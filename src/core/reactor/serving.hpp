@@ -34,18 +34,25 @@ namespace kopf::detail {
 struct IndicesData;  // core/engines/indexing.hpp
 }  // namespace kopf::detail
 
+namespace kopf::engines {
+class Metrics;  // core/engines/metrics.hpp
+}  // namespace kopf::engines
+
 namespace kopf::runtime {
 
 class ResourceServing {
   public:
     // `login` produces fresh credentials when the API rejects the current ones (401).
     // `posting`: the operator's own Events (queue, identity, object-log hook) to post.
+    // `metrics`: where the API traffic, watches, queues, handlers, daemons and indices are
+    // counted; none when metrics are off.
     ResourceServing(boost::asio::io_context& io, kopf::Executor& executor, const Registry& registry,
                     const OperatorSettings& settings, std::shared_ptr<PostingContext> posting,
                     NamespaceScope scope, ConnectionInfo credentials,
                     std::function<std::optional<ConnectionInfo>()> login,
                     std::shared_ptr<kopf::detail::IndicesData> indices = nullptr,
-                    std::shared_ptr<Memo> memo = nullptr);
+                    std::shared_ptr<Memo> memo = nullptr,
+                    std::shared_ptr<engines::Metrics> metrics = nullptr);
     ~ResourceServing();
     ResourceServing(const ResourceServing&) = delete;
     ResourceServing& operator=(const ResourceServing&) = delete;
