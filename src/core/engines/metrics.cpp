@@ -47,19 +47,56 @@ const char* outcome_name(actions::HandlerOutcome outcome) {
     return "unknown";
 }
 
-std::vector<std::string_view> segments_of(std::string_view path) {
-    std::vector<std::string_view> segments;
-    while (!path.empty()) {
+// The first segments of a path (at most kMaxSegments; API paths have at most 8), without
+// allocating: this runs for every API request.
+constexpr std::size_t kMaxSegments = 10;
+struct Segments {
+    std::string_view items[kMaxSegments];
+    std::size_t size = 0;
+    std::string_view operator[](std::size_t i) const { return items[i]; }
+};
+
+Segments segments_of(std::string_view path) {
+    Segments segments;
+    while (!path.empty() && segments.size < kMaxSegments) {
         if (path.front() == '/') {
             path.remove_prefix(1);
             continue;
         }
         const auto end = path.find('/');
-        segments.push_back(path.substr(0, end));
+        segments.items[segments.size++] = path.substr(0, end);
         if (end == std::string_view::npos) break;
         path.remove_prefix(end);
     }
     return segments;
+}
+
+// What tells one request's series from another's: the method, the path without the namespace
+// and the object's name, whether it names an object or watches, and the code; written into
+// `key` (reused: no allocation once it has grown).
+void call_key(std::string_view method, std::string_view target, int status, std::string& key) {
+    const auto query_at = target.find('?');
+    const std::string_view path = target.substr(0, query_at);
+    const auto segments = segments_of(path);
+    key.assign(method);
+    key += ' ';
+    std::size_t rest = 0;
+    if (segments.size >= 3 && segments[0] == "api") rest = 2;
+    if (segments.size >= 4 && segments[0] == "apis") rest = 3;
+    if (rest == 0) {
+        key += path;
+    } else {
+        for (std::size_t i = 0; i < rest; ++i) key.append(segments[i]).push_back('/');
+        if (segments.size >= rest + 3 && segments[rest] == "namespaces") rest += 2;
+        key += segments[rest];
+        if (segments.size > rest + 2) key.append("/").append(segments[rest + 2]);
+        if (segments.size > rest + 1) key += " named";
+        if (query_at != std::string_view::npos &&
+            target.find("watch=true", query_at) != std::string_view::npos)
+            key += " watch";
+    }
+    key += ' ';
+    key += std::to_string(status);
 }
 
 }  // namespace
@@ -72,10 +109,10 @@ ApiCall api_call_of(std::string_view method, std::string_view target) {
     std::string_view group;
     std::string_view version;
     std::size_t rest = 0;
-    if (segments.size() >= 3 && segments[0] == "api") {
+    if (segments.size >= 3 && segments[0] == "api") {
         version = segments[1];
         rest = 2;
-    } else if (segments.size() >= 4 && segments[0] == "apis") {
+    } else if (segments.size >= 4 && segments[0] == "apis") {
         group = segments[1];
         version = segments[2];
         rest = 3;
@@ -84,12 +121,12 @@ ApiCall api_call_of(std::string_view method, std::string_view target) {
     for (auto& c : verb) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (rest == 0) return {verb, std::string(path)};  // discovery, /version
     // namespaces/NS/PLURAL[/NAME[/SUB]], or PLURAL[/NAME[/SUB]] (namespaces themselves too).
-    if (segments.size() >= rest + 3 && segments[rest] == "namespaces") rest += 2;
+    if (segments.size >= rest + 3 && segments[rest] == "namespaces") rest += 2;
     const std::string_view plural = segments[rest];
-    const bool named = segments.size() > rest + 1;
+    const bool named = segments.size > rest + 1;
     std::string resource = fmt::format("{}.{}", plural, version);
     if (!group.empty()) resource += fmt::format(".{}", group);
-    if (segments.size() > rest + 2) resource += fmt::format("/{}", segments[rest + 2]);
+    if (segments.size > rest + 2) resource += fmt::format("/{}", segments[rest + 2]);
     if (verb == "get") {
         verb = query.find("watch=true") != std::string_view::npos ? "watch"
                : named                                            ? "get"
@@ -238,8 +275,8 @@ struct Metrics::Impl {
     };
     std::mutex mutex;
     std::unordered_map<std::string, HandlerSeries> handlers;
-    std::unordered_map<std::string, Counter*> request_counts;
-    std::unordered_map<std::string, Histogram*> request_durations_by_call;
+    std::unordered_map<std::string, RequestSeries> requests_by_call;        // by call_key()
+    std::unordered_map<std::string, Histogram*> request_durations_by_call;  // by verb, resource
     std::unordered_map<std::string, Counter*> retries_by_code;
     std::unordered_map<std::string, std::pair<Counter*, Histogram*>> reviews_by_webhook;
 
@@ -319,31 +356,31 @@ std::shared_ptr<void> Metrics::on_scrape(Refresh refresh) {
 
 void Metrics::request(std::string_view method, std::string_view target, int status,
                       double seconds) {
-    // The common case (a known call) costs one parse of the path and two lookups.
-    const auto call = api_call_of(method, target);
-    const std::string code = status > 0 ? std::to_string(status) : "error";
-    std::string key = call.verb + ' ' + call.resource;
-    Counter* count = nullptr;
-    Histogram* duration = nullptr;
+    // A known call costs a walk over its path and one lookup; the labels are made only for a
+    // call not seen before.
+    thread_local std::string key;
+    call_key(method, target, status, key);
+    Impl::RequestSeries series{};
     {
         std::lock_guard lock(impl_->mutex);
-        auto& found_duration = impl_->request_durations_by_call[key];
-        if (!found_duration) {
-            found_duration = &impl_->request_durations.Add(
-                {{"verb", call.verb}, {"resource", call.resource}}, latency_buckets());
-        }
-        duration = found_duration;
-        key += ' ';
-        key += code;
-        auto& found_count = impl_->request_counts[key];
-        if (!found_count) {
-            found_count = &impl_->requests.Add(
+        auto found = impl_->requests_by_call.find(key);
+        if (found == impl_->requests_by_call.end()) {
+            const auto call = api_call_of(method, target);
+            const std::string code = status > 0 ? std::to_string(status) : "error";
+            auto& duration = impl_->request_durations_by_call[call.verb + ' ' + call.resource];
+            if (!duration) {
+                duration = &impl_->request_durations.Add(
+                    {{"verb", call.verb}, {"resource", call.resource}}, latency_buckets());
+            }
+            Counter* count = &impl_->requests.Add(
                 {{"verb", call.verb}, {"resource", call.resource}, {"code", code}});
+            found =
+                impl_->requests_by_call.emplace(key, Impl::RequestSeries{count, duration}).first;
         }
-        count = found_count;
+        series = found->second;
     }
-    count->Increment();
-    duration->Observe(seconds);
+    series.count->Increment();
+    series.duration->Observe(seconds);
     if (status == 429) impl_->throttled.Increment();
 }
 
