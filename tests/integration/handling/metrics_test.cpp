@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <regex>
@@ -143,6 +144,98 @@ TEST_F(Metrics, SeriesMoveAsObjectsAreHandledAndPassPromtool) {
         shell(std::string(kPromtool) + " check metrics < " + scraped.string());
     EXPECT_EQ(code, 0) << output;
     EXPECT_EQ(output, "") << output;
+    EXPECT_EQ(operator_->stop(), "");
+}
+
+TEST_F(Metrics, ThrottlingRetriesAndRelistsOfTheApiServerAreCounted) {
+    Registry registry;
+    // The handler makes the API server refuse the next request, the operator's own: its patch
+    // of the object (or an Event it posts), with 429 and Retry-After: 1.
+    apiserver::Server* api = server.get();
+    auto once = std::make_shared<std::atomic<bool>>(true);
+    on::create(registry, "kopfexamples", {.id = "create_fn"}, [api, once](Context&) -> json {
+        if (once->exchange(false)) api->fail_next_requests(1, 429, 1);
+        return nullptr;
+    });
+    const int port = free_port();
+    auto operator_ = start_operator(registry, fast_settings(), [port](RunOptions& options) {
+        options.metrics_endpoint = url(port);
+    });
+    create(example("kex-throttled", {{"x", 1}}));
+    std::string text;
+    ASSERT_TRUE(eventually(
+        [&] {
+            text = body_of(http_get(port, "/metrics"));
+            return sample(text, "kopf_api_retry_after_seconds_total") == 1;
+        },
+        20s))
+        << text;
+    EXPECT_EQ(sample(text, "kopf_api_throttled_total"), 1);
+    EXPECT_EQ(sample(text, R"(kopf_api_retries_total{code="429"})"), 1);
+    EXPECT_NE(text.find(R"(code="429",resource=)"), std::string::npos) << text;
+
+    // Resuming from a version the server no longer has: 410 Gone, then a relisting.
+    const std::string relists = R"(kopf_watch_relists_total{resource="kopfexamples.v1.kopf.dev"})";
+    EXPECT_EQ(sample(text, relists), 0);
+    server->stall_watches(true);  // the operator misses the next change
+    create(example("kex-missed", {{"x", 1}}));
+    server->compact_history();
+    server->drop_watches();
+    server->stall_watches(false);
+    ASSERT_TRUE(eventually(
+        [&] {
+            text = body_of(http_get(port, "/metrics"));
+            return sample(text, relists) == 1;
+        },
+        20s))
+        << text;
+    EXPECT_GE(sample(text, R"(kopf_watch_streams_total{resource="kopfexamples.v1.kopf.dev"})"), 2);
+    EXPECT_EQ(operator_->stop(), "");
+}
+
+TEST_F(Metrics, DaemonsTimersAndIndicesAreGaugedAtEachScrape) {
+    Registry registry;
+    on::daemon(registry, "kopfexamples", {.id = "monitor"}, [](Context& ctx) {
+        while (!ctx.stopped) ctx.stopped.wait(0.05);
+    });
+    on::timer(registry, "kopfexamples", {.id = "ticker", .interval = 0.2}, [](Context&) {});
+    on::index(registry, "kopfexamples", {.id = "by_field"}, [](Context& ctx) -> json {
+        return {{ctx.spec.value("field", ""), ctx.name}};
+    });
+    const int port = free_port();
+    auto operator_ = start_operator(registry, fast_settings(), [port](RunOptions& options) {
+        options.metrics_endpoint = url(port);
+    });
+    create(example("kex-d1", {{"field", "a"}}));
+    create(example("kex-d2", {{"field", "b"}}));
+    create(example("kex-d3", {{"field", "b"}}));
+    std::string text;
+    ASSERT_TRUE(eventually(
+        [&] {
+            text = body_of(http_get(port, "/metrics"));
+            return sample(text, R"(kopf_daemons_running{kind="daemon"})") == 3 &&
+                   sample(text, R"(kopf_daemons_running{kind="timer"})") == 3 &&
+                   sample(text, R"(kopf_index_values{index="by_field"})") == 3 &&
+                   sample(
+                       text,
+                       R"(kopf_handler_invocations_total{handler="ticker",outcome="success"})") >=
+                       3;
+        },
+        20s))
+        << text;
+    EXPECT_EQ(sample(text, R"(kopf_index_keys{index="by_field"})"), 2);
+
+    // The object goes: so do its daemon, its timer and its index entry.
+    remove("kex-d1");
+    ASSERT_TRUE(eventually(
+        [&] {
+            text = body_of(http_get(port, "/metrics"));
+            return sample(text, R"(kopf_daemons_running{kind="daemon"})") == 2 &&
+                   sample(text, R"(kopf_daemons_running{kind="timer"})") == 2 &&
+                   sample(text, R"(kopf_index_keys{index="by_field"})") == 1;
+        },
+        20s))
+        << text;
     EXPECT_EQ(operator_->stop(), "");
 }
 
