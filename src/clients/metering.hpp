@@ -33,6 +33,9 @@ class ApiMeter {
     // A request is retried after `status` (0: a connection error), pausing `pause` seconds;
     // `retry_after`: what the server asked for, if it did.
     virtual void retried(int status, double pause, std::optional<double> retry_after) = 0;
+    // A watch request answered `status` (429, 403, 5xx): the watch will reconnect after a pause,
+    // at least `retry_after` if the server asked for it.
+    virtual void watch_refused(int status, std::optional<double> retry_after) = 0;
     // The vault ran empty and the login ran again.
     virtual void relogged_in() = 0;
     virtual WatchMeters watch(const structs::Resource& resource) = 0;

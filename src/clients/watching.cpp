@@ -193,9 +193,13 @@ struct ApiClient::Watcher {
                 throw_api_error(401, response.body, what, std::nullopt);
             }
             if (response.status >= 300) {
-                throw_api_error(response.status, response.body, what,
-                                response.retry_after ? response.retry_after
-                                                     : retry_after_from_body(response.body));
+                const auto retry_after = response.retry_after
+                                             ? response.retry_after
+                                             : retry_after_from_body(response.body);
+                if (impl.meter &&
+                    (response.status == 429 || response.status == 403 || response.status >= 500))
+                    impl.meter->watch_refused(response.status, retry_after);
+                throw_api_error(response.status, response.body, what, retry_after);
             }
             if (!lines.tail().empty()) {
                 throw ConnectionError(

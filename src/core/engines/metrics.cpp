@@ -220,13 +220,14 @@ struct Metrics::Impl {
             .Name("kopf_api_retries_total")
             .Help(
                 "Kubernetes API requests retried, by the HTTP code that failed (\"error\": no "
-                "answer).")
+                "answer); refused watch requests too, which reconnect.")
             .Register(registry);
-    Counter& throttled = BuildCounter()
-                             .Name("kopf_api_throttled_total")
-                             .Help("Kubernetes API answers 429 Too Many Requests.")
-                             .Register(registry)
-                             .Add({});
+    Counter& throttled =
+        BuildCounter()
+            .Name("kopf_api_throttled_total")
+            .Help("Kubernetes API answers 429 Too Many Requests (watch requests too).")
+            .Register(registry)
+            .Add({});
     Counter& retry_after = BuildCounter()
                                .Name("kopf_api_retry_after_seconds_total")
                                .Help("Seconds of Retry-After that the API server asked to wait.")
@@ -395,6 +396,11 @@ void Metrics::retried(int status, double /*pause*/, std::optional<double> retry_
     }
     counter->Increment();
     if (retry_after && *retry_after > 0) impl_->retry_after.Increment(*retry_after);
+}
+
+void Metrics::watch_refused(int status, std::optional<double> retry_after) {
+    if (status == 429) impl_->throttled.Increment();
+    retried(status, 0, retry_after);  // the watch reconnects after a pause
 }
 
 void Metrics::relogged_in() {

@@ -43,6 +43,7 @@ class Metrics final : public clients::ApiMeter, public actions::HandlerMeter {
     void request(std::string_view method, std::string_view target, int status,
                  double seconds) override;
     void retried(int status, double pause, std::optional<double> retry_after) override;
+    void watch_refused(int status, std::optional<double> retry_after) override;
     void relogged_in() override;
     clients::WatchMeters watch(const structs::Resource& resource) override;
 

@@ -83,6 +83,7 @@ TEST(Metrics, ApiRequestsRetriesThrottlingAndReloginsAreCounted) {
     metrics.retried(429, 3, 3.0);
     metrics.retried(0, 1, std::nullopt);
     metrics.relogged_in();
+    metrics.watch_refused(429, 2.0);  // a watch request: throttled, retried, waited for
     const std::string text = metrics.scrape();
     EXPECT_EQ(
         line_of(
@@ -97,13 +98,13 @@ TEST(Metrics, ApiRequestsRetriesThrottlingAndReloginsAreCounted) {
             text,
             R"(kopf_api_request_duration_seconds_count{resource="kopfexamples.v1.kopf.dev",verb="patch"})"),
         R"(kopf_api_request_duration_seconds_count{resource="kopfexamples.v1.kopf.dev",verb="patch"} 3)");
-    EXPECT_EQ(line_of(text, "kopf_api_throttled_total"), "kopf_api_throttled_total 1");
+    EXPECT_EQ(line_of(text, "kopf_api_throttled_total"), "kopf_api_throttled_total 2");
     EXPECT_EQ(line_of(text, R"(kopf_api_retries_total{code="429"})"),
-              R"(kopf_api_retries_total{code="429"} 1)");
+              R"(kopf_api_retries_total{code="429"} 2)");
     EXPECT_EQ(line_of(text, R"(kopf_api_retries_total{code="error"})"),
               R"(kopf_api_retries_total{code="error"} 1)");
     EXPECT_EQ(line_of(text, "kopf_api_retry_after_seconds_total"),
-              "kopf_api_retry_after_seconds_total 3");
+              "kopf_api_retry_after_seconds_total 5");
     EXPECT_EQ(line_of(text, "kopf_relogins_total"), "kopf_relogins_total 1");
 }
 
