@@ -9,7 +9,7 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
-#include <regex>
+#include <kopf/connection.hpp>
 #include <string>
 #include <vector>
 
@@ -190,6 +190,47 @@ TEST_F(Metrics, ThrottlingRetriesAndRelistsOfTheApiServerAreCounted) {
         20s))
         << text;
     EXPECT_GE(sample(text, R"(kopf_watch_streams_total{resource="kopfexamples.v1.kopf.dev"})"), 2);
+    EXPECT_EQ(operator_->stop(), "");
+}
+
+TEST_F(Metrics, ReloginsAndInactivityReconnectsAreCounted) {
+    Registry registry;
+    register_handlers(registry);
+    on::login(registry, {.id = "login_fn"}, [](ActivityContext&) -> std::optional<ConnectionInfo> {
+        return login_with_kubeconfig();
+    });
+    auto settings = fast_settings();
+    settings.watching.inactivity_timeout = 1.0;
+    const int port = free_port();
+    auto operator_ = start_operator(
+        registry, settings, [port](RunOptions& options) { options.metrics_endpoint = url(port); });
+    create(example("kex-relogin", {{"x", 1}}));
+    ASSERT_TRUE(eventually([&] { return calls.count("flaky:kex-relogin") == 2; }, 20s));
+
+    // The next request is refused: the operator logs in again.
+    server->fail_next_requests(1, 401);
+    server->drop_watches();
+    std::string text;
+    ASSERT_TRUE(eventually(
+        [&] {
+            text = body_of(http_get(port, "/metrics"));
+            return sample(text, "kopf_relogins_total") == 1;
+        },
+        20s))
+        << text;
+
+    // Silent streams are given up after settings.watching.inactivity_timeout.
+    server->stall_watches(true);
+    const std::string reconnects =
+        R"(kopf_watch_inactivity_reconnects_total{resource="kopfexamples.v1.kopf.dev"})";
+    ASSERT_TRUE(eventually(
+        [&] {
+            text = body_of(http_get(port, "/metrics"));
+            return sample(text, reconnects) >= 1;
+        },
+        20s))
+        << text;
+    server->stall_watches(false);
     EXPECT_EQ(operator_->stop(), "");
 }
 
