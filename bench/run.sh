@@ -23,6 +23,8 @@
 #   --build-dir DIR         the build tree (default: <repo>/build, the "default" preset)
 #   --no-readme             print the table but do not append it to bench/README.md
 #   --no-pin                do not pin processes to cores with taskset
+#   --operator-args ARGS    more arguments for the benchmark operator's `kopf run` (split at
+#                           spaces), e.g. "--metrics=http://127.0.0.1:0/metrics"
 #
 # Placement (when the machine has >= 2 cores and taskset exists): the API server and the load
 # tools on core 0, the operator on core 1 — so the operator's CPU figures are its own. For the
@@ -50,8 +52,9 @@ INDEX_SIZES="10000,100000"
 TIMER_OBJECTS=10000
 TIMER_SECONDS=30
 ONLY=()
+OPERATOR_ARGS=()
 
-usage() { sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,34p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 # Fails the whole run, also from inside $(...) subshells (their exit alone would be ignored).
 fail() {
     echo "bench/run.sh: $*" >&2
@@ -78,6 +81,7 @@ while [[ $# -gt 0 ]]; do
         --build-dir) need_value "$@"; BUILD_DIR=$(cd "$2" && pwd); shift 2 ;;
         --no-readme) README_APPEND=0; shift ;;
         --no-pin) PIN=0; shift ;;
+        --operator-args) need_value "$@"; read -ra OPERATOR_ARGS <<<"$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) fail "unknown option '$1' (see --help)" ;;
     esac
@@ -210,7 +214,7 @@ start_operator() {
     local log="$WORK/operator.log"
     : >"$log"
     "${PIN_CORE1[@]}" env KUBECONFIG="$WORK/kubeconfig" KOPF_BENCH_RECORDS="$RECORDS" \
-        "$KOPF" run "$OPERATOR_SOURCE" --standalone -n default >"$log" 2>&1 &
+        "$KOPF" run "$OPERATOR_SOURCE" --standalone -n default "${OPERATOR_ARGS[@]}" >"$log" 2>&1 &
     OPERATOR_PID=$!
     STARTED_PIDS+=("$OPERATOR_PID")
     local i

@@ -8,6 +8,7 @@ PACKAGES="
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libboost-system1.81-dev
   libssl-dev openssl nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
   libsqlite3-dev libmimalloc-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
+  prometheus-cpp-dev prometheus
   python3 python3-kubernetes python3-yaml curl ca-certificates
 "
 

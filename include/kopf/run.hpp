@@ -86,6 +86,10 @@ struct RunOptions {
     std::optional<int> priority;
     /// Serve health probes at this URL, e.g. "http://0.0.0.0:8080/healthz".
     std::optional<std::string> liveness_endpoint;
+    /// Serve Prometheus metrics (docs/metrics.md) at this URL, e.g.
+    /// "http://0.0.0.0:9090/metrics", or at a path of the liveness endpoint's server, e.g.
+    /// "/metrics" (then `liveness_endpoint` is needed). No metrics are kept without it.
+    std::optional<std::string> metrics_endpoint;
     /// A kubeconfig context other than the current one (for the built-in login).
     std::optional<std::string> context;
     /// The handlers to serve: the default registry when null.

@@ -37,6 +37,7 @@ RunOptions run_options_of(const RunCommandOptions& command) {
     if (command.priority) options.priority = command.priority;
     if (command.dev) options.priority = 666;  // as Kopf: --dev wins over --priority
     if (!command.liveness.empty()) options.liveness_endpoint = command.liveness;
+    if (!command.metrics.empty()) options.metrics_endpoint = command.metrics;
     if (!command.context.empty()) options.context = command.context;
     return options;
 }
@@ -137,6 +138,10 @@ int main(int argc, char** argv, const std::vector<ExtraCommand>& extra_commands)
     run_app->add_flag("--dev", run.dev, "Development mode: --priority=666, whatever -p says");
     run_app->add_option("-L,--liveness", run.liveness,
                         "Serve health probes at this endpoint, e.g. http://0.0.0.0:8080/healthz");
+    run_app->add_option("--metrics", run.metrics,
+                        "Serve Prometheus metrics at this endpoint, e.g. "
+                        "http://0.0.0.0:9090/metrics, or at this path of the --liveness server, "
+                        "e.g. /metrics");
     run_app->add_option("--context", run.context, "The kubeconfig context to use");
     run_app->add_option("--log-format", run.log_format, "full (default), plain or json")
         ->type_name("full|plain|json");

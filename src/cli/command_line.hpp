@@ -18,6 +18,7 @@ struct RunCommandOptions {
     int priority = 0;
     bool dev = false;
     std::string liveness;
+    std::string metrics;
     std::string context;
     std::string log_format = "full";
     int log_prefix = 0;  // +1 --log-prefix, -1 --no-log-prefix, 0 the format's default

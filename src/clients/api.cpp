@@ -154,6 +154,7 @@ Awaitable<VaultItem> ApiClient::Impl::credentials() {
         std::exception_ptr failure;
         std::map<std::string, ConnectionInfo> fresh;
         spdlog::info("Re-authenticating: no valid credentials are left.");
+        if (meter) meter->relogged_in();
         try {
             // The login runs on its own thread: it may block (token files, exec plugins).
             auto logging_in =
@@ -206,10 +207,17 @@ Awaitable<HttpResponse> ApiClient::Impl::send(HttpRequest request) {
             spdlog::trace("API request: {}{}{}", what(), request.body.empty() ? "" : " ",
                           traced_body(request.target, request.body));
         }
+        const auto sent =
+            meter ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
         try {
             response = co_await transport.request(*item.info, request, timeouts());
         } catch (const ConnectionError& e) {
             failure = e.what();
+        }
+        if (meter) {
+            meter->request(
+                request.method, request.target, response ? response->status : 0,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count());
         }
         if (tracing) {
             if (response) {
@@ -221,6 +229,7 @@ Awaitable<HttpResponse> ApiClient::Impl::send(HttpRequest request) {
             }
         }
         std::optional<double> pause;
+        std::optional<double> retry_after;
         if (!response) {
             pause = backoff.next();
             if (!pause) {
@@ -242,14 +251,15 @@ Awaitable<HttpResponse> ApiClient::Impl::send(HttpRequest request) {
             spdlog::warn("{} -> 401 Unauthorized; re-authenticating.", what());
             continue;
         } else if (response->status >= 500 || response->status == 403 || response->status == 429) {
-            auto retry_after = response->retry_after ? response->retry_after
-                                                     : retry_after_from_body(response->body);
+            retry_after = response->retry_after ? response->retry_after
+                                                : retry_after_from_body(response->body);
             pause = backoff.next(retry_after, settings.enforce_retry_after);
             if (!pause) throw_api_error(response->status, response->body, what(), retry_after);
             failure = fmt::format("HTTP {}", response->status);
         } else {
             throw_api_error(response->status, response->body, what(), response->retry_after);
         }
+        if (meter) meter->retried(response ? response->status : 0, *pause, retry_after);
         spdlog::warn("Request attempt #{}/{} failed; will retry in {}s: {} -> {}",
                      backoff.attempts_failed(), backoff.max_attempts(), *pause, what(), failure);
         co_await sleep(Seconds(*pause), nullptr);
@@ -285,6 +295,9 @@ const ClientSettings& ApiClient::settings() const {
 }
 structs::Vault& ApiClient::vault() {
     return *impl_->vault;
+}
+void ApiClient::set_meter(ApiMeter* meter) {
+    impl_->meter = meter;
 }
 
 Awaitable<void> ApiClient::sleep(Seconds duration, StopSignal* stop) {

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "clients/errors.hpp"
+#include "clients/metering.hpp"
 #include "clients/settings.hpp"
 #include "clients/stop.hpp"
 #include "kopf/connection.hpp"
@@ -115,6 +116,9 @@ class ApiClient {
 
     const ClientSettings& settings() const;
     structs::Vault& vault();
+    // Reports requests, retries, re-logins and watches to `meter` (none: not reported); set
+    // before the first request. It must outlive the client's calls.
+    void set_meter(ApiMeter* meter);
 
     // Any API path ("/version", "/apis/...?...") with retries and auth; the JSON answer.
     Awaitable<json> request(std::string method, std::string path,

@@ -43,6 +43,7 @@ struct ApiClient::Impl {
     boost::asio::thread_pool workers{1};
     bool relogin_running = false;
     std::vector<std::shared_ptr<boost::asio::steady_timer>> relogin_waiters;
+    ApiMeter* meter = nullptr;  // metrics; none when off
     double tokens = 0;
     std::chrono::steady_clock::time_point refilled = std::chrono::steady_clock::now();
 

@@ -3,6 +3,7 @@
 // the failures in a row) advanced by one step per stream (a (re)listing if needed, then one
 // watch request read to its end); between the steps, watch_objs decides the pause.
 #include <fmt/format.h>
+#include <prometheus/counter.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -57,10 +58,17 @@ struct ApiClient::Watcher {
     // settings.networking.error_backoffs (the last one repeats), as Kopf backs off its requests,
     // so that an API server that went away is not hammered by every watch at once.
     std::size_t failures_in_a_row = 0;
+    WatchMeters meters{};         // none when metrics are off
+    bool relist_pending = false;  // the next listing follows a 410 Gone
 
     Watcher(ApiClient& api_, WatchRequest request_) : api(api_), request(std::move(request_)) {
         name = request.resource.to_string();
         if (!request.namespace_.empty()) name += " in " + request.namespace_;
+        if (api.impl_->meter) meters = api.impl_->meter->watch(request.resource);
+    }
+
+    static void count(prometheus::Counter* counter) {
+        if (counter) counter->Increment();
     }
 
     bool stopped() const { return request.stop && request.stop->stopped(); }
@@ -96,6 +104,7 @@ struct ApiClient::Watcher {
             version = object["metadata"].value("resourceVersion", "");
         }
         if (type == "BOOKMARK") {
+            count(meters.bookmarks);
             if (!version.empty()) resource_version = version;
         } else if (type == "ERROR") {
             int code = object.is_object() ? object.value("code", 0) : 0;
@@ -121,6 +130,8 @@ struct ApiClient::Watcher {
         StreamEnd end;
         try {
             if (!resource_version) {
+                if (relist_pending) count(meters.relists);
+                relist_pending = false;
                 auto deliver_listed = [this](std::vector<json>&& items) {
                     for (auto& item : items) deliver(WatchEvent{"", std::move(item), true});
                 };
@@ -169,6 +180,7 @@ struct ApiClient::Watcher {
             auto streaming =
                 impl.transport.stream(*item.info, http, timeouts, settings.inactivity_timeout,
                                       deadline, feed, request.stop);
+            count(meters.streams);
             if (tracing_api()) spdlog::trace("API watch: {}", what);
             auto response = co_await std::move(streaming);
             if (tracing_api()) {
@@ -181,9 +193,13 @@ struct ApiClient::Watcher {
                 throw_api_error(401, response.body, what, std::nullopt);
             }
             if (response.status >= 300) {
-                throw_api_error(response.status, response.body, what,
-                                response.retry_after ? response.retry_after
-                                                     : retry_after_from_body(response.body));
+                const auto retry_after = response.retry_after
+                                             ? response.retry_after
+                                             : retry_after_from_body(response.body);
+                if (impl.meter &&
+                    (response.status == 429 || response.status == 403 || response.status >= 500))
+                    impl.meter->watch_refused(response.status, retry_after);
+                throw_api_error(response.status, response.body, what, retry_after);
             }
             if (!lines.tail().empty()) {
                 throw ConnectionError(
@@ -195,12 +211,14 @@ struct ApiClient::Watcher {
             std::rethrow_exception(failure.error);
         } catch (const GoneError& e) {
             resource_version.reset();
+            relist_pending = true;
             end.error = false;
             end.reason =
                 fmt::format("the resource version is too old ({}); relisting", e.message());
         } catch (const UnauthorizedError&) {
             end.reason = "401 Unauthorized; re-authenticating";
         } catch (const InactivityTimeout& e) {
+            count(meters.inactivity);
             end.reason = fmt::format("no events or bookmarks for {}s; reconnecting ({})",
                                      settings.inactivity_timeout.count(), e.what());
         } catch (const ApiError& e) {

@@ -190,6 +190,18 @@ Context prepare_invocation(InvocationEnv& env, const ChangingHandler& handler,
     return make_context(env, handler, state, &scope, field_values);
 }
 
+void meter_invocation(HandlerMeter* meter, const std::string& id, const Outcome& outcome,
+                      bool errored, std::chrono::steady_clock::time_point started, bool retry) {
+    if (!meter) return;
+    const auto kind = !outcome.failed
+                          ? (errored ? HandlerOutcome::ignored : HandlerOutcome::success)
+                      : outcome.final ? HandlerOutcome::permanent
+                                      : HandlerOutcome::temporary;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    meter->invoked(id, kind, seconds, retry);
+}
+
 Outcome outcome_of_success(Logger& logger, const std::string& name, json result,
                            std::set<std::string> subrefs) {
     logger.info("{} succeeded.", name);
@@ -209,6 +221,8 @@ Task<Outcome> execute_handler_once(InvocationEnv& env, const ChangingHandler& ha
     std::set<std::string> subrefs;
     std::exception_ptr error;
     json result;
+    const auto started =
+        env.meter ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     {
         HandlerScope scope{handler.id, handler.field_needs_change, {}, &env, &subrefs};
         FieldValues field_values;
@@ -221,10 +235,12 @@ Task<Outcome> execute_handler_once(InvocationEnv& env, const ChangingHandler& ha
             error = std::current_exception();
         }
     }
-    if (error)
-        co_return outcome_of_failure(env.settings, env.logger, handler.options, state, name,
-                                     runtime, error, std::move(subrefs));
-    co_return outcome_of_success(env.logger, name, std::move(result), std::move(subrefs));
+    Outcome outcome =
+        error ? outcome_of_failure(env.settings, env.logger, handler.options, state, name, runtime,
+                                   error, std::move(subrefs))
+              : outcome_of_success(env.logger, name, std::move(result), std::move(subrefs));
+    meter_invocation(env.meter, handler.id, outcome, error != nullptr, started, state.retries > 0);
+    co_return outcome;
 }
 
 }  // namespace

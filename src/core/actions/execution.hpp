@@ -20,6 +20,7 @@
 
 #include "core/actions/invocation.hpp"
 #include "core/actions/lifecycles.hpp"
+#include "core/actions/metering.hpp"
 #include "core/actions/progression.hpp"
 #include "core/intents/causes.hpp"
 
@@ -45,6 +46,11 @@ Context prepare_invocation(InvocationEnv& env, const ChangingHandler& handler,
                            const HandlerState& state, const std::string& name, double runtime,
                            HandlerScope& scope, FieldValues& field_values);
 /// A successful attempt, with Kopf's log line "… succeeded.".
+/// Reports one invocation's outcome to `meter` (none: metrics are off); `errored`: the
+/// invocation raised (an ignored error ends as a success would).
+void meter_invocation(HandlerMeter* meter, const std::string& id, const Outcome& outcome,
+                      bool errored, std::chrono::steady_clock::time_point started, bool retry);
+
 Outcome outcome_of_success(Logger& logger, const std::string& name, json result,
                            std::set<std::string> subrefs = {});
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/actions/lifecycles.hpp"
+#include "core/actions/metering.hpp"
 #include "core/actions/progression.hpp"
 #include "core/intents/causes.hpp"
 
@@ -58,6 +59,7 @@ struct InvocationEnv {
     DaemonStopped stopped{};
     Indices indices{};                        ///< for ctx.index()
     std::shared_ptr<Logger> shared_logger{};  ///< `logger`, owned: for ctx.logger_ptr
+    HandlerMeter* meter = nullptr;            ///< the operator's metrics; none when off
     bool spawning() const { return std::string_view(kind) != "Handler"; }
 };
 

@@ -10,6 +10,7 @@
 
 #include "clients/auth.hpp"
 #include "core/actions/logging.hpp"
+#include "core/engines/metrics.hpp"
 #include "core/intents/matching.hpp"
 #include "structs/dicts.hpp"
 
@@ -272,7 +273,9 @@ json build_response(const json& review, const std::vector<AdmissionFailure>& fai
                 {"response", std::move(response)}};
 }
 
-Task<WebhookResponse> serve_admission_request(const AdmissionEnv& env, WebhookRequest request) {
+namespace {
+
+Task<WebhookResponse> serve_review(const AdmissionEnv& env, WebhookRequest request) {
     runtime::NamedLogger log("kopf.engines.admission");
     std::optional<Review> parsed;
     std::optional<WebhookError> bad;
@@ -371,6 +374,33 @@ Task<WebhookResponse> serve_admission_request(const AdmissionEnv& env, WebhookRe
         }
     }
     co_return WebhookResponse{200, build_response(review.document, failures, warnings, jsonpatch)};
+}
+
+}  // namespace
+
+Task<WebhookResponse> serve_admission_request(const AdmissionEnv& env, WebhookRequest request) {
+    if (!env.metrics) {
+        auto serving = serve_review(env, std::move(request));
+        co_return co_await std::move(serving);
+    }
+    const auto started = std::chrono::steady_clock::now();
+    const std::string webhook = request.webhook;
+    // Named first: g++ 12 destroys argument temporaries of a co_await twice.
+    auto serving = serve_review(env, std::move(request));
+    WebhookResponse response = co_await std::move(serving);
+    const json* allowed = nullptr;
+    if (response.status == 200 && response.body.is_object()) {
+        if (const auto found = response.body.find("response");
+            found != response.body.end() && found->is_object() && found->contains("allowed"))
+            allowed = &(*found)["allowed"];
+    }
+    const std::string_view outcome = !allowed                                        ? "error"
+                                     : allowed->is_boolean() && allowed->get<bool>() ? "allowed"
+                                                                                     : "denied";
+    env.metrics->reviewed(
+        webhook, outcome,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    co_return response;
 }
 
 std::shared_ptr<WebhookServerBase> start_admission_server(

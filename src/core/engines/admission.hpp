@@ -27,6 +27,8 @@ class Client;
 
 namespace kopf::engines {
 
+class Metrics;  // core/engines/metrics.hpp
+
 /// What the handlers are given besides the request.
 struct AdmissionEnv {
     const Registry& registry;
@@ -38,6 +40,8 @@ struct AdmissionEnv {
     /// their short names and categories; a resource not among them is known by what the
     /// review says (group, version, plural, kind).
     std::vector<Resource> resources{};
+    /// The operator's metrics of reviews (kopf_admission_*); none when metrics are off.
+    std::shared_ptr<Metrics> metrics{};
 };
 
 /// Serves one webhook request: runs the matching handlers (all of them, or the one named by

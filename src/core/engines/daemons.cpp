@@ -1,5 +1,6 @@
 #include "core/engines/daemons.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <thread>
@@ -161,7 +162,8 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
           client(std::move(env.client)),
           write(std::move(env.write)),
           now(std::move(env.now)),
-          indices(std::move(env.indices)) {
+          indices(std::move(env.indices)),
+          meter(std::move(env.meter)) {
         for (const auto& h : registered) {
             auto spawning = std::make_shared<const SpawningHandler>(h);
             ChangingHandler changing;
@@ -189,6 +191,7 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
     PatchWriter write;
     std::function<actions::TimePoint()> now;
     Indices indices;
+    std::shared_ptr<actions::HandlerMeter> meter;
     std::vector<Handler> handlers;
     std::unordered_map<const Daemon*, std::shared_ptr<Daemon>> live;
     std::size_t abandoned = 0;
@@ -307,6 +310,7 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
     // progress between its steps (see next_attempt()).
     std::optional<Context> ctx;
     double runtime = 0;
+    std::chrono::steady_clock::time_point attempt_started{};  // only with metrics
     actions::State state;
 };
 
@@ -364,6 +368,7 @@ bool begin_attempt(Daemon& d, const actions::State& state, std::exception_ptr& e
     const actions::HandlerState& hs = state[d.handler->id];
     if (!hs.awakened(now)) return false;
     d.runtime = hs.runtime(now).count();
+    if (d.core->meter) d.attempt_started = std::chrono::steady_clock::now();
     auto env = invocation_env(d);
     // Spawning contexts have no sub-handlers and no field values: neither is referred to.
     HandlerScope scope;
@@ -388,6 +393,8 @@ actions::State end_attempt(Daemon& d, actions::State state, json result, std::ex
         error ? actions::outcome_of_failure(*d.core->settings, d.logger(), d.invocable->options, hs,
                                             d.name, d.runtime, error)
               : actions::outcome_of_success(d.logger(), d.name, std::move(result)));
+    actions::meter_invocation(d.core->meter.get(), d.handler->id, outcomes.begin()->second,
+                              error != nullptr, d.attempt_started, hs.retries > 0);
     actions::deliver_results(outcomes, d.patch);
     return state.with_outcomes(outcomes, d.core->now());
 }
@@ -839,6 +846,12 @@ void DaemonsEngine::stop_all(std::function<void()> finished) {
 
 std::size_t DaemonsEngine::running() const {
     return core_->live.size();
+}
+
+std::size_t DaemonsEngine::running_timers() const {
+    return static_cast<std::size_t>(
+        std::count_if(core_->live.begin(), core_->live.end(),
+                      [](const auto& entry) { return !entry.second->is_daemon(); }));
 }
 
 std::size_t DaemonsEngine::abandoned() const {

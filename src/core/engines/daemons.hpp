@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "core/actions/metering.hpp"
 #include "core/actions/progression.hpp"
 
 namespace kopf::engines {
@@ -54,6 +55,8 @@ struct DaemonsEnv {
     /// The wall clock of the handlers' progress (retries, timeouts); tests substitute it.
     std::function<actions::TimePoint()> now = [] { return actions::Clock::now(); };
     Indices indices{};  ///< for ctx.index()
+    /// The operator's metrics of invocations (none when off); shared: daemons may outlive it.
+    std::shared_ptr<actions::HandlerMeter> meter{};
 };
 
 /// What the engine remembers of one object (Kopf's DaemonsMemory), shared with the object's
@@ -123,6 +126,8 @@ class DaemonsEngine {
     void stop_all(std::function<void()> finished);
     /// Daemons and timers running now.
     std::size_t running() const;
+    /// Of the running ones, the timers.
+    std::size_t running_timers() const;
     /// Daemons abandoned so far (still running on their own, maybe on threads).
     std::size_t abandoned() const;
 

@@ -771,6 +771,20 @@ void IndexingEngine::release_waiters() {
     for (auto& fn : due) fn();
 }
 
+void IndexingEngine::measure(Metrics::Gauges& gauges) const {
+    for (const auto& index : core_->data->indices) {
+        std::size_t keys = 0;
+        std::size_t values = 0;
+        {
+            std::shared_lock lock(index->mutex);
+            keys = index->items.size();
+            for (const auto& [key, store] : index->items) values += store.values.size();
+        }
+        gauges.set("kopf_index_keys", "index", index->name, static_cast<double>(keys));
+        gauges.set("kopf_index_values", "index", index->name, static_cast<double>(values));
+    }
+}
+
 std::size_t IndexingEngine::objects() const {
     return core_->records.size();
 }

@@ -21,6 +21,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/engines/metrics.hpp"
+
 namespace kopf {
 struct OperatorSettings;
 class Memo;
@@ -111,6 +113,8 @@ class IndexingEngine {
     void release_waiters();
 
     std::size_t objects() const;  // indexed objects (for tests and benchmarks)
+    // Each index's keys and values (kopf_index_keys, kopf_index_values), at a scrape.
+    void measure(Metrics::Gauges& gauges) const;
 
     struct Core;
 

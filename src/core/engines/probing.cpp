@@ -18,6 +18,7 @@
 #include <stdexcept>
 
 #include "core/actions/logging.hpp"
+#include "core/engines/metrics.hpp"
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
@@ -126,8 +127,11 @@ void Probes::collect(std::function<void(const Report&)> report) {
 
 struct LivenessServer::Impl : std::enable_shared_from_this<LivenessServer::Impl> {
     Impl(asio::io_context& io, tcp::endpoint endpoint, std::string path,
-         std::shared_ptr<Probes> probes)
-        : acceptor(io, endpoint), path(std::move(path)), probes(std::move(probes)) {}
+         std::shared_ptr<Probes> probes, bool serves_probes)
+        : acceptor(io, endpoint),
+          path(std::move(path)),
+          probes(std::move(probes)),
+          serves_probes(serves_probes) {}
 
     // The probes' report, awaited on the loop.
     asio::awaitable<Probes::Report> collect() {
@@ -166,7 +170,11 @@ struct LivenessServer::Impl : std::enable_shared_from_this<LivenessServer::Impl>
         http::response<http::string_body> response;
         response.version(request.version());
         response.keep_alive(false);
-        if (requested == path || (path.empty() && requested == "/")) {
+        if (metrics && requested == metrics_path) {
+            response.result(http::status::ok);
+            response.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+            response.body() = metrics->scrape();
+        } else if (serves_probes && (requested == path || (path.empty() && requested == "/"))) {
             const auto report = co_await collect();
             response.set(http::field::content_type, "application/json");
             if (report.failure) {
@@ -190,39 +198,68 @@ struct LivenessServer::Impl : std::enable_shared_from_this<LivenessServer::Impl>
     tcp::acceptor acceptor;
     std::string path;
     std::shared_ptr<Probes> probes;
+    bool serves_probes = true;
+    std::string metrics_path;
+    std::shared_ptr<engines::Metrics> metrics;
 };
 
-LivenessServer::LivenessServer(asio::io_context& io, const std::string& endpoint,
-                               std::shared_ptr<Probes> probes) {
+EndpointAddress parse_endpoint(const std::string& endpoint, const std::string& option) {
     auto url = boost::urls::parse_uri(endpoint);
     if (!url || url->scheme() != "http" || !url->has_port() || url->host().empty()) {
         throw std::invalid_argument(
-            fmt::format("Invalid --liveness endpoint '{}': use http://HOST:PORT/PATH, e.g. "
-                        "http://0.0.0.0:8080/healthz (only http:// is supported).",
-                        endpoint));
+            fmt::format("Invalid {} endpoint '{}': use http://HOST:PORT/PATH, e.g. "
+                        "http://0.0.0.0:8080{} (only http:// is supported).",
+                        option, endpoint, option == "--metrics" ? "/metrics" : "/healthz"));
     }
     boost::system::error_code ec;
     std::string host = url->host();
     if (host == "localhost") host = "127.0.0.1";
-    const auto address = asio::ip::make_address(host, ec);
+    asio::ip::make_address(host, ec);
     if (ec) {
-        throw std::invalid_argument(fmt::format(
-            "Invalid --liveness endpoint '{}': the host must be an IP address (e.g. 0.0.0.0).",
-            endpoint));
+        throw std::invalid_argument(
+            fmt::format("Invalid {} endpoint '{}': the host must be an IP address (e.g. 0.0.0.0).",
+                        option, endpoint));
     }
-    const int port = static_cast<int>(url->port_number());
-    try {
-        impl_ =
-            std::make_shared<Impl>(io, tcp::endpoint(address, static_cast<unsigned short>(port)),
-                                   std::string(url->path()), std::move(probes));
-    } catch (const boost::system::system_error& error) {
-        throw std::runtime_error(fmt::format("Cannot serve the liveness endpoint {}: {}.", endpoint,
-                                             error.code().message()));
-    }
-    asio::co_spawn(io, impl_->accept_loop(), asio::detached);
+    return EndpointAddress{host, static_cast<int>(url->port_number()), std::string(url->path())};
+}
+
+LivenessServer::LivenessServer(asio::io_context& io, const std::string& endpoint,
+                               std::shared_ptr<Probes> probes) {
+    listen(io, endpoint, "--liveness", std::move(probes), true);
     // At INFO: with port 0, this line is where the chosen port shows.
     logger("kopf.engines.probing")
-        ->info("Serving health status at http://{}:{}{}", host, this->port(), impl_->path);
+        ->info("Serving health status at http://{}:{}{}",
+               impl_->acceptor.local_endpoint().address().to_string(), this->port(), impl_->path);
+}
+
+LivenessServer::LivenessServer(asio::io_context& io, const std::string& endpoint,
+                               std::shared_ptr<engines::Metrics> metrics) {
+    listen(io, endpoint, "--metrics", nullptr, false);
+    serve_metrics(impl_->path.empty() ? "/" : impl_->path, std::move(metrics));
+}
+
+void LivenessServer::listen(asio::io_context& io, const std::string& endpoint,
+                            const std::string& option, std::shared_ptr<Probes> probes,
+                            bool serves_probes) {
+    const auto address = parse_endpoint(endpoint, option);
+    try {
+        impl_ = std::make_shared<Impl>(io,
+                                       tcp::endpoint(asio::ip::make_address(address.host),
+                                                     static_cast<unsigned short>(address.port)),
+                                       address.path, std::move(probes), serves_probes);
+    } catch (const boost::system::system_error& error) {
+        throw std::runtime_error(fmt::format("Cannot serve the {} endpoint {}: {}.", option,
+                                             endpoint, error.code().message()));
+    }
+    asio::co_spawn(io, impl_->accept_loop(), asio::detached);
+}
+
+void LivenessServer::serve_metrics(std::string path, std::shared_ptr<engines::Metrics> metrics) {
+    impl_->metrics_path = std::move(path);
+    impl_->metrics = std::move(metrics);
+    logger("kopf.engines.probing")
+        ->info("Serving metrics at http://{}:{}{}",
+               impl_->acceptor.local_endpoint().address().to_string(), port(), impl_->metrics_path);
 }
 
 LivenessServer::~LivenessServer() {

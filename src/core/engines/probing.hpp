@@ -1,6 +1,7 @@
 // The liveness endpoint of `kopf run --liveness http://HOST:PORT/PATH` (Kopf's "Health-checks"):
 // GET PATH answers 200 with the probe handlers' results as a JSON object, keyed by their ids,
-// while the operator runs; other paths answer 404.
+// while the operator runs; other paths answer 404. The same server may also serve the
+// operator's Prometheus metrics (`--metrics`, docs/metrics.md) on a path of its own.
 #pragma once
 
 #include <functional>
@@ -22,6 +23,10 @@ struct ActivityHandler;
 namespace boost::asio {
 class io_context;
 }
+
+namespace kopf::engines {
+class Metrics;
+}  // namespace kopf::engines
 
 namespace kopf::runtime {
 
@@ -45,6 +50,16 @@ class Probes {
     std::shared_ptr<State> state_;
 };
 
+// Where an endpoint option ("http://0.0.0.0:8080/healthz") listens and what path it serves.
+struct EndpointAddress {
+    std::string host;  // an IP address ("localhost" becomes 127.0.0.1)
+    int port = 0;
+    std::string path;  // "/healthz"; empty for "http://HOST:PORT"
+};
+// Throws std::invalid_argument naming the option and the endpoint when it is not an http://
+// URL with an IP address and a port.
+EndpointAddress parse_endpoint(const std::string& endpoint, const std::string& option);
+
 class LivenessServer {
   public:
     // Parses the endpoint ("http://0.0.0.0:8080/healthz"); throws std::invalid_argument naming
@@ -52,6 +67,12 @@ class LivenessServer {
     // `probes`: what the endpoint reports (an empty object without it).
     LivenessServer(boost::asio::io_context& io, const std::string& endpoint,
                    std::shared_ptr<Probes> probes = nullptr);
+    // A server of the metrics only (`--metrics` on an address of its own): its path (or "/")
+    // answers with them; errors name the --metrics option.
+    LivenessServer(boost::asio::io_context& io, const std::string& endpoint,
+                   std::shared_ptr<engines::Metrics> metrics);
+    // GET `path` answers with the metrics in Prometheus's text format (version 0.0.4).
+    void serve_metrics(std::string path, std::shared_ptr<engines::Metrics> metrics);
     ~LivenessServer();
     LivenessServer(const LivenessServer&) = delete;
     LivenessServer& operator=(const LivenessServer&) = delete;
@@ -60,6 +81,8 @@ class LivenessServer {
     void stop();
 
   private:
+    void listen(boost::asio::io_context& io, const std::string& endpoint, const std::string& option,
+                std::shared_ptr<Probes> probes, bool serves_probes);
     struct Impl;
     std::shared_ptr<Impl> impl_;
 };

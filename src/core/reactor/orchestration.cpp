@@ -1,6 +1,7 @@
 #include "core/reactor/orchestration.hpp"
 
 #include <fmt/format.h>
+#include <prometheus/counter.h>
 
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
@@ -88,6 +89,7 @@ std::shared_ptr<ServedKind> Orchestration::kind_of(const structs::Resource& reso
             ServedKind{resource, structs::to_public(resource), resource.to_string()});
         kind->indexed = indexing && indexing->indexes(kind->public_);
         kind->handled = handles(kind->public_);
+        if (metrics) kind->meters = metrics->resource(kind->name);
     }
     return kind;
 }
@@ -119,8 +121,10 @@ void Orchestration::start_watcher(const WatcherKey& key, const structs::Resource
         on_listed = [self, indexed] { self->indexing->listed(indexed); };
     } else {
         // Every event of an indexed kind is indexed: none is dropped unparsed.
-        drop_unparsed = [self, prefix = kind->name + "/"](const std::string& version) {
-            return self->drop_echo(version, prefix);
+        drop_unparsed = [self, kind, prefix = kind->name + "/"](const std::string& version) {
+            if (!self->drop_echo(version, prefix)) return false;
+            if (kind->meters.events) kind->meters.events->Increment();
+            return true;
         };
     }
     watch_until_stopped(
@@ -146,6 +150,7 @@ bool Orchestration::drop_echo(const std::string& version, const std::string& key
 void Orchestration::on_watch_event(const std::shared_ptr<ServedKind>& kind,
                                    engines::IndexingEngine::WatcherId indexed,
                                    clients::WatchEvent&& event) {
+    if (kind->meters.events) kind->meters.events->Increment();
     if (stopping) return;
     if (!kind->indexed) {
         enqueue(kind, std::move(event));

@@ -28,6 +28,7 @@
 #include "core/actions/logging.hpp"
 #include "core/actions/throttlers.hpp"
 #include "core/engines/indexing.hpp"
+#include "core/engines/metrics.hpp"
 #include "core/reactor/observation.hpp"
 #include "core/reactor/processing.hpp"
 #include "structs/references.hpp"
@@ -42,9 +43,10 @@ class ObjectQueues;
 struct ServedKind {
     structs::Resource api;
     kopf::Resource public_;
-    std::string name;      // api.to_string()
-    bool indexed = false;  // index handlers select it
-    bool handled = true;   // other handlers select it: its objects are queued for them
+    std::string name;                  // api.to_string()
+    bool indexed = false;              // index handlers select it
+    bool handled = true;               // other handlers select it: its objects are queued for them
+    engines::ResourceMeters meters{};  // none when metrics are off
 };
 
 // One object of a served kind: its memory lives here, found with the same lookup as the rest
@@ -71,6 +73,9 @@ class Orchestration {
     Orchestration(asio::io_context& io, clients::ApiClient& api, const Registry& registry,
                   const OperatorSettings& settings, bool clusterwide, ObjectQueues& queues,
                   ObjectEntries& objects, engines::IndexingEngine* indexing);
+
+    // The operator's metrics (none when off), before the first watcher starts.
+    void meter(engines::Metrics* metrics) { this->metrics = metrics; }
 
     // The owner whose lifetime the watch loops extend (the serving this is a part of).
     void anchor(std::weak_ptr<void> owner) { this->owner = std::move(owner); }
@@ -135,6 +140,7 @@ class Orchestration {
     ObjectQueues& queues;
     ObjectEntries& objects;
     engines::IndexingEngine* const indexing;
+    engines::Metrics* metrics = nullptr;
     std::weak_ptr<void> owner;
     bool stopping = false;
     std::map<WatcherKey, std::shared_ptr<clients::StopSignal>> watchers;

@@ -71,6 +71,7 @@ Task<void> process_watching_cause(const ProcessingEnv& env, const Resource& reso
                                 env.client};
     ienv.indices = env.indices;
     ienv.shared_logger = memory.logger;
+    ienv.meter = env.meter;
     std::map<std::string, Outcome> outcomes;
     for (const auto& h : env.registry.watching) {
         ChangingHandler as_changing;
@@ -85,6 +86,8 @@ Task<void> process_watching_cause(const ProcessingEnv& env, const Resource& reso
         ctx.event = raw_event;
         if (!intents::match(h, body, ctx)) continue;
         const std::string name = "Handler '" + h.id + "'";
+        const auto started =
+            env.meter ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
         try {
             json result;
             if (h.fn.async) {
@@ -97,10 +100,14 @@ Task<void> process_watching_cause(const ProcessingEnv& env, const Resource& reso
             Outcome o;
             o.final = true;
             o.result = std::move(result);
+            actions::meter_invocation(env.meter, h.id, o, false, started, false);
             outcomes[h.id] = std::move(o);
         } catch (const std::exception& e) {
             // Event handlers are never retried: whatever the error, it is logged and ignored.
             logger.exception("{} failed with an exception and will ignore it: {}", name, e.what());
+            Outcome ignored;
+            ignored.final = true;
+            actions::meter_invocation(env.meter, h.id, ignored, true, started, false);
         }
     }
     actions::deliver_results(outcomes, patch);
@@ -159,6 +166,7 @@ Task<std::vector<double>> process_changing_cause(const ProcessingEnv& env, const
                                         *memory.memo, cause,    env.now, env.lifecycle, env.client};
             ienv.indices = env.indices;
             ienv.shared_logger = memory.logger;
+            ienv.meter = env.meter;
             auto outcomes = co_await actions::execute_handlers_once(ienv, selected, state);
             state = state.with_outcomes(outcomes, env.now());
             // A finished cycle purges every record it would store: skip the round trip.

@@ -74,6 +74,8 @@ struct ProcessingEnv {
     engines::DaemonsEngine* daemons = nullptr;
     /// The operator's in-memory indices, for ctx.index().
     Indices indices{};
+    /// The operator's metrics of handler invocations; none when metrics are off.
+    actions::HandlerMeter* meter = nullptr;
 };
 
 /// What one processing cycle decided. Nothing is written to the API yet.

@@ -37,6 +37,17 @@ std::size_t ObjectQueues::busy_workers() const {
                       [](const auto& w) { return w.second.state == State::busy; }));
 }
 
+std::unordered_map<std::string, ObjectQueues::Census> ObjectQueues::census() const {
+    std::unordered_map<std::string, Census> found;
+    for (const auto& [key, worker] : workers_) {
+        auto& census = found[key.substr(0, key.find('/'))];
+        ++census.workers;
+        if (worker.state == State::busy) ++census.busy;
+        if (worker.latest) ++census.pending;
+    }
+    return found;
+}
+
 bool ObjectQueues::has_slot() const {
     return !options_.worker_limit || *options_.worker_limit <= 0 ||
            running_ < static_cast<std::size_t>(*options_.worker_limit);

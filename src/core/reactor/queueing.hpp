@@ -74,6 +74,15 @@ class ObjectQueues {
     }
 
     std::size_t workers() const { return workers_.size(); }
+    // The workers by their keys' first segment (the resource, for keys "RESOURCE/..."): how
+    // many there are, how many are processing, how many have an event waiting (batched behind
+    // a busy one, held, or waiting for a slot). Walks every worker: for scrapes, not hot paths.
+    struct Census {
+        std::size_t workers = 0;
+        std::size_t busy = 0;
+        std::size_t pending = 0;
+    };
+    std::unordered_map<std::string, Census> census() const;
     std::size_t busy_workers() const;
     bool stopping() const { return stopping_; }
 

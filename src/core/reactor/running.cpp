@@ -23,6 +23,7 @@
 #include "core/engines/activities.hpp"
 #include "core/engines/admission.hpp"
 #include "core/engines/indexing.hpp"
+#include "core/engines/metrics.hpp"
 #include "core/engines/posting.hpp"
 #include "core/engines/probing.hpp"
 #include "core/engines/webhook_configurations.hpp"
@@ -325,13 +326,42 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     auto indices_data = engines::make_indices_data(registry.indexing);
     const Indices indices(indices_data);
     std::optional<LivenessServer> liveness;
-    if (options.liveness_endpoint) {
-        try {
+    // The metrics, kept only when they are served: on a path of the liveness server, or on an
+    // address of their own (the liveness server's when it is the same).
+    std::shared_ptr<engines::Metrics> metrics;
+    std::optional<LivenessServer> metrics_server;
+    try {
+        if (options.liveness_endpoint) {
             liveness.emplace(io, *options.liveness_endpoint,
                              std::make_shared<Probes>(executor, registry, settings, memo, indices));
-        } catch (const std::exception& error) {
-            throw StartupError(error.what());
         }
+        if (options.metrics_endpoint) {
+            metrics = std::make_shared<engines::Metrics>();
+            const std::string& endpoint = *options.metrics_endpoint;
+            if (endpoint.starts_with("/")) {
+                if (!liveness) {
+                    throw std::invalid_argument(fmt::format(
+                        "Invalid --metrics endpoint '{}': a path alone is served by the --liveness "
+                        "server, and there is none; give --liveness too, or a full URL such as "
+                        "http://0.0.0.0:9090/metrics.",
+                        endpoint));
+                }
+                liveness->serve_metrics(endpoint, metrics);
+            } else {
+                const auto address = parse_endpoint(endpoint, "--metrics");
+                const auto shared = options.liveness_endpoint
+                                        ? parse_endpoint(*options.liveness_endpoint, "--liveness")
+                                        : EndpointAddress{};
+                if (liveness && address.port != 0 && address.port == shared.port &&
+                    address.host == shared.host) {
+                    liveness->serve_metrics(address.path.empty() ? "/" : address.path, metrics);
+                } else {
+                    metrics_server.emplace(io, endpoint, metrics);
+                }
+            }
+        }
+    } catch (const std::exception& error) {
+        throw StartupError(error.what());
     }
 
     // Once the startup activity has begun, the cleanup handlers run at every exit but a stop
@@ -384,13 +414,13 @@ void run_operator(const RunOptions& options, bool handle_signals) {
                              engines::pause_thread_unless(stopping),
                              engines::run_on_loop_and_wait(executor));
         },
-        indices_data, operator_memo);
+        indices_data, operator_memo, metrics);
     if (options.client) *options.client = serving.client();
     // The admission webhooks: served on the loop from the server's own thread; stopped first
     // at the exit (Kopf stops its webhook server with the other root tasks).
     auto admission_env = std::make_shared<const engines::AdmissionEnv>(
         engines::AdmissionEnv{registry, settings, memo, indices, &serving.client(),
-                              discover_webhook_resources(io, serving, registry)});
+                              discover_webhook_resources(io, serving, registry), metrics});
     // With settings.admission.managed, the webhook configurations follow the server's address.
     std::optional<engines::WebhookConfigurations> configurations;
     if (settings.admission.managed) {
@@ -452,6 +482,7 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         run_activity(io, executor, registry, "cleanup", settings, memo, indices, &serving.client());
     stop_background_tasks(io, *background_tasks);
     if (liveness) liveness->stop();
+    if (metrics_server) metrics_server->stop();
     executor.cancel_timers();
     // Let the stopped watchers and cancelled timers finish before anything is destroyed.
     io.restart();

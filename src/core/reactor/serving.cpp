@@ -62,7 +62,8 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
          const OperatorSettings& settings, std::shared_ptr<PostingContext> posting_context,
          NamespaceScope scope, std::map<std::string, ConnectionInfo> credentials,
          std::function<std::map<std::string, ConnectionInfo>()> login,
-         std::shared_ptr<kopf::detail::IndicesData> indices, std::shared_ptr<Memo> memobase)
+         std::shared_ptr<kopf::detail::IndicesData> indices, std::shared_ptr<Memo> memobase,
+         std::shared_ptr<engines::Metrics> metrics_)
         : io(io),
           executor(executor),
           registry(registry),
@@ -94,6 +95,29 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         queues.on_hold_over([this](const std::string& key) { hold_over(key); });
         env.client = &client;
         if (indexing) env.indices = indexing->indices();
+        if (metrics_) meter(std::move(metrics_));
+    }
+
+    // Counts the traffic, the handlers and the state into the operator's metrics.
+    void meter(std::shared_ptr<engines::Metrics> with) {
+        metrics = std::move(with);
+        api.set_meter(metrics.get());
+        env.meter = metrics.get();
+        orchestration.meter(metrics.get());
+        scraping = metrics->on_scrape([this](engines::Metrics::Gauges& gauges) {
+            for (const auto& [resource, census] : queues.census()) {
+                gauges.set("kopf_workers", "resource", resource, double(census.workers));
+                gauges.set("kopf_workers_busy", "resource", resource, double(census.busy));
+                gauges.set("kopf_queue_depth", "resource", resource, double(census.pending));
+            }
+            if (daemons) {
+                const auto timers = daemons->running_timers();
+                gauges.set("kopf_daemons_running", "kind", "daemon",
+                           double(daemons->running() - timers));
+                gauges.set("kopf_daemons_running", "kind", "timer", double(timers));
+            }
+            if (indexing) indexing->measure(gauges);
+        });
     }
 
     // After the construction: the watch loops and observers keep the serving alive.
@@ -121,6 +145,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
                                         std::make_shared<const OperatorSettings>(settings), client,
                                         make_daemon_patch_writer()};
         daemons_env.indices = env.indices;
+        daemons_env.meter = metrics;
         daemons =
             std::make_unique<engines::DaemonsEngine>(std::move(daemons_env), registry.spawning);
         env.daemons = daemons.get();
@@ -314,6 +339,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         // Kept for the operator's lifetime: its pooled connections may outlive this request.
         probe = std::make_unique<clients::ApiClient>(io.get_executor(), vault, clients::ReloginFn{},
                                                      probe_settings);
+        probe->set_meter(metrics.get());
         const auto& backoffs = settings.networking.error_backoffs;
         for (std::size_t attempt = 0;; ++attempt) {
             std::string failure;
@@ -419,6 +445,10 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     Orchestration orchestration;
     Observation observation;
     ApiPatchApplier applier;
+    // The operator's metrics, if kept; the scrapes read the members above until `scraping` goes
+    // (first: it is the last member).
+    std::shared_ptr<engines::Metrics> metrics;
+    std::shared_ptr<void> scraping;
 };
 
 ResourceServing::ResourceServing(asio::io_context& io, kopf::Executor& executor,
@@ -427,10 +457,11 @@ ResourceServing::ResourceServing(asio::io_context& io, kopf::Executor& executor,
                                  std::map<std::string, ConnectionInfo> credentials,
                                  std::function<std::map<std::string, ConnectionInfo>()> login,
                                  std::shared_ptr<kopf::detail::IndicesData> indices,
-                                 std::shared_ptr<Memo> memo)
+                                 std::shared_ptr<Memo> memo,
+                                 std::shared_ptr<engines::Metrics> metrics)
     : impl_(std::make_shared<Impl>(io, executor, registry, settings, std::move(posting),
                                    std::move(scope), std::move(credentials), std::move(login),
-                                   std::move(indices), std::move(memo))) {
+                                   std::move(indices), std::move(memo), std::move(metrics))) {
     impl_->anchor();
 }
 

@@ -36,6 +36,10 @@ namespace kopf::detail {
 struct IndicesData;  // core/engines/indexing.hpp
 }  // namespace kopf::detail
 
+namespace kopf::engines {
+class Metrics;  // core/engines/metrics.hpp
+}  // namespace kopf::engines
+
 namespace kopf::runtime {
 
 class ResourceServing {
@@ -43,12 +47,15 @@ class ResourceServing {
     // `credentials`: by login handler id (the highest priority is used first; on a 401, the
     // next). `login` produces fresh credentials when none is left.
     // `posting`: the operator's own Events (queue, identity, object-log hook) to post.
+    // `metrics`: where the API traffic, watches, queues, handlers, daemons and indices are
+    // counted; none when metrics are off.
     ResourceServing(boost::asio::io_context& io, kopf::Executor& executor, const Registry& registry,
                     const OperatorSettings& settings, std::shared_ptr<PostingContext> posting,
                     NamespaceScope scope, std::map<std::string, ConnectionInfo> credentials,
                     std::function<std::map<std::string, ConnectionInfo>()> login,
                     std::shared_ptr<kopf::detail::IndicesData> indices = nullptr,
-                    std::shared_ptr<Memo> memo = nullptr);
+                    std::shared_ptr<Memo> memo = nullptr,
+                    std::shared_ptr<engines::Metrics> metrics = nullptr);
     ~ResourceServing();
     ResourceServing(const ResourceServing&) = delete;
     ResourceServing& operator=(const ResourceServing&) = delete;

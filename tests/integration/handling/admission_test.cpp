@@ -50,13 +50,15 @@ class AdmissionHandling : public HandlingTest {
     std::shared_ptr<WebhookServer> webhooks;
 
     // Starts the operator with a webhook server on a free port of the loopback (its CA dumped).
-    std::unique_ptr<OperatorThread> start(WebhookServerOptions options = {}) {
+    // `customize`: changes to the run options (e.g. a metrics endpoint).
+    std::unique_ptr<OperatorThread> start(WebhookServerOptions options = {},
+                                          std::function<void(RunOptions&)> customize = {}) {
         options.addr = "127.0.0.1";
         options.cadump = (workdir() / "ca.pem").string();
         webhooks = std::make_shared<WebhookServer>(options);
         OperatorSettings settings = fast_settings();
         settings.admission.server = webhooks;
-        return start_operator(registry, settings);
+        return start_operator(registry, settings, std::move(customize));
     }
 
     // A webhook configuration pointing at one handler of the operator's webhook server.
@@ -128,6 +130,28 @@ TEST_F(AdmissionHandling, AValidatingHandlerRefusesWithItsMessageAndCode) {
     EXPECT_FALSE(get("kex-wrong").has_value());
     create(example("kex-right", {{"field", "right"}}));
     EXPECT_TRUE(get("kex-right").has_value());
+}
+
+TEST_F(AdmissionHandling, ReviewsAreCountedInTheMetricsByWebhookAndOutcome) {
+    on::validate check(registry, "kopfexamples", {.id = "check"}, reject_wrong);
+    const int port = free_port();
+    auto op = start({}, [port](RunOptions& options) {
+        options.metrics_endpoint = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
+    });
+    configure("ValidatingWebhookConfiguration", "check");
+    EXPECT_THROW(create(example("kex-wrong", {{"field", "wrong"}})), ApiError);
+    create(example("kex-right", {{"field", "right"}}));
+    const std::string text = http_get(port, "/metrics");
+    EXPECT_NE(text.find("\nkopf_admission_reviews_total{outcome=\"denied\",webhook=\"check\"} 1\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(
+        text.find("\nkopf_admission_reviews_total{outcome=\"allowed\",webhook=\"check\"} 1\n"),
+        std::string::npos)
+        << text;
+    EXPECT_NE(text.find("\nkopf_admission_review_duration_seconds_count{webhook=\"check\"} 2\n"),
+              std::string::npos)
+        << text;
 }
 
 TEST_F(AdmissionHandling, HandlersOfShortNamesServeTheirResource) {

@@ -2,11 +2,6 @@
 // (through the indices a startup handler hands over) see as objects come, change and go, filters
 // flip, index handlers fail, the watch relists after 410 Gone, and a small worker limit meets
 // many indexed objects; the liveness endpoint reporting the probes.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <set>
 #include <string>
@@ -235,38 +230,6 @@ TEST_F(Indexing, TypedAndUnknownIndicesAsHandlersSeeThem) {
 }
 
 // ---- probes ----
-
-int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-    socklen_t length = sizeof address;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-    ::close(fd);
-    return ntohs(address.sin_port);
-}
-
-// A plain HTTP/1.0 GET on loopback: the whole answer, or "" when nothing listens.
-std::string http_get(int port, const std::string& path) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<std::uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-        ::close(fd);
-        return "";
-    }
-    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
-    (void)::send(fd, request.data(), request.size(), 0);
-    std::string answer;
-    char buffer[4096];
-    for (ssize_t n; (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0;) answer.append(buffer, n);
-    ::close(fd);
-    return answer;
-}
 
 json body_of(const std::string& answer) {
     const auto start = answer.find("\r\n\r\n");

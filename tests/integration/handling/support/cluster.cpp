@@ -1,6 +1,9 @@
 #include "cluster.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -102,12 +105,14 @@ struct HandlingTest::Client {
     }
 };
 
-std::string HandlingTest::run_until_it_fails(Registry& registry, const OperatorSettings& settings) {
+std::string HandlingTest::run_until_it_fails(Registry& registry, const OperatorSettings& settings,
+                                             const std::function<void(RunOptions&)>& customize) {
     RunOptions options;
     options.namespaces = {"default"};
     options.standalone = true;
     options.registry = &registry;
     options.settings = &settings;
+    if (customize) customize(options);
     try {
         operator_(options);
     } catch (const std::exception& error) {
@@ -254,6 +259,38 @@ bool HandlingTest::eventually(const std::function<bool()>& condition, std::chron
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return true;
+}
+
+int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    socklen_t length = sizeof address;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    ::close(fd);
+    return ntohs(address.sin_port);
+}
+
+// A plain HTTP/1.0 GET on loopback: the whole answer, or "" when nothing listens.
+std::string http_get(int port, const std::string& path) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<std::uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+        ::close(fd);
+        return "";
+    }
+    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    (void)::send(fd, request.data(), request.size(), 0);
+    std::string answer;
+    char buffer[4096];
+    for (ssize_t n; (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0;) answer.append(buffer, n);
+    ::close(fd);
+    return answer;
 }
 
 }  // namespace kopf::testing

@@ -73,6 +73,12 @@ class OperatorThread {
     std::thread thread_;
 };
 
+// A port free on loopback now (for endpoints the operator serves).
+int free_port();
+// A plain HTTP/1.0 GET on loopback: the whole answer (status line, headers, body), or "" when
+// nothing listens.
+std::string http_get(int port, const std::string& path);
+
 class HandlingTest : public ::testing::Test {
   protected:
     void SetUp() override;
@@ -88,7 +94,9 @@ class HandlingTest : public ::testing::Test {
     }
     // Runs the operator in this thread until it returns by itself (for operators that must not
     // start): its startup failure, or "no failure".
-    static std::string run_until_it_fails(Registry& registry, const OperatorSettings& settings);
+    // `customize`: changes to the run options (e.g. a bad endpoint).
+    static std::string run_until_it_fails(Registry& registry, const OperatorSettings& settings,
+                                          const std::function<void(RunOptions&)>& customize = {});
 
     // A KopfExample body named `name` in "default" with the given spec (and metadata merged).
     static json example(const std::string& name, const json& spec,
