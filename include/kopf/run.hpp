@@ -80,10 +80,13 @@ struct RunOptions {
     /// `clusterwide`; with neither, the whole cluster with a warning (as Kopf).
     std::vector<std::string> namespaces;
     bool clusterwide = false;
-    /// Peering: no peering at all, a peering name other than "default", a priority.
+    /// Peering (docs/peering.md): no peering at all, a peering name other than "default"
+    /// (which makes the peering mandatory, as `--peering`), a priority (`--priority`, `--dev`).
     bool standalone = false;
     std::optional<std::string> peering_name;
     std::optional<int> priority;
+    /// The operator's identity in the peerings; Kopf's `user@host/time/xyz` (or $POD_ID) if unset.
+    std::optional<std::string> identity;
     /// Serve health probes at this URL, e.g. "http://0.0.0.0:8080/healthz".
     std::optional<std::string> liveness_endpoint;
     /// A kubeconfig context other than the current one (for the built-in login).

@@ -38,14 +38,18 @@ struct PostingSettings {
     std::string event_name_prefix = "kopf-event-";
 };
 
+/// Kopf's peering (docs/peering.md): operators of one peering object see each other and pause
+/// while one of a higher (or the same) priority is alive.
 struct PeeringSettings {
-    std::string name = "default";
-    bool stealth = false;  ///< do not announce this operator in the peering
-    int priority = 0;
-    int lifetime = 60;        ///< seconds
-    bool mandatory = false;   ///< fail if the peering object is absent
-    bool standalone = false;  ///< no peering at all
-    bool clusterwide = false;
+    std::string name = "default";  ///< the KopfPeering/ClusterKopfPeering object to use
+    bool stealth = false;          ///< do not log the regular keep-alives
+    int priority = 0;              ///< lower priorities pause; equal ones all pause, warned
+    int lifetime = 60;  ///< seconds this operator's entry counts as alive without keep-alives
+    /// Pause while the peering CRD or object is absent (set by `--peering NAME`); otherwise a
+    /// missing peering means the standalone mode, with a warning.
+    bool mandatory = false;
+    bool standalone = false;   ///< no peering at all: no requests, no watches (`--standalone`)
+    bool clusterwide = false;  ///< ClusterKopfPeering, else KopfPeering in the served namespaces
     bool namespaced() const { return !clusterwide; }
 };
 

@@ -52,7 +52,20 @@ std::set<Orchestration::WatcherKey> Orchestration::wanted_watchers(const Insight
 
 void Orchestration::update_watchers(const Insights& insights) {
     if (stopping) return;
-    const auto wanted = wanted_watchers(insights);
+    this->insights = &insights;
+    if (on_revised) on_revised(insights);
+    apply_watchers(insights);
+}
+
+void Orchestration::set_paused(bool paused) {
+    if (stopping || this->paused == paused) return;
+    this->paused = paused;
+    if (insights) apply_watchers(*insights);
+}
+
+void Orchestration::apply_watchers(const Insights& insights) {
+    if (stopping) return;
+    const auto wanted = paused ? std::set<WatcherKey>{} : wanted_watchers(insights);
     for (auto it = watchers.begin(); it != watchers.end();) {
         if (!wanted.count(it->first)) {
             it->second->stop();

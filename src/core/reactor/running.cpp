@@ -208,9 +208,14 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     } catch (const std::invalid_argument& error) {
         throw StartupError(error.what());
     }
-    settings.peering.clusterwide = options.clusterwide;
+    // As Kopf maps its run() arguments before the startup handlers (which may change them):
+    // the peering's scope is the operator's, and a named peering is mandatory.
+    settings.peering.clusterwide = scope.clusterwide;
     settings.peering.standalone = settings.peering.standalone || options.standalone;
-    if (options.peering_name) settings.peering.name = *options.peering_name;
+    if (options.peering_name) {
+        settings.peering.name = *options.peering_name;
+        settings.peering.mandatory = true;
+    }
     if (options.priority) settings.peering.priority = *options.priority;
 
     // One thread runs the loop (the worker pool only posts into it): Asio then queues the
@@ -329,7 +334,7 @@ void run_operator(const RunOptions& options, bool handle_signals) {
             return try_login(registry, options, settings, memo,
                              engines::pause_thread_unless(stopping));
         },
-        indices_data, operator_memo);
+        indices_data, operator_memo, options.identity.value_or(""));
     if (options.client) *options.client = serving.client();
     // The admission webhooks: served on the loop from the server's own thread; stopped first
     // at the exit (Kopf stops its webhook server with the other root tasks).

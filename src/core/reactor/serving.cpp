@@ -20,6 +20,7 @@
 #include "core/engines/daemons.hpp"
 #include "core/engines/events.hpp"
 #include "core/engines/indexing.hpp"
+#include "core/engines/peering.hpp"
 #include "core/engines/posting.hpp"
 #include "core/reactor/application.hpp"
 #include "core/reactor/observation.hpp"
@@ -60,7 +61,8 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
          const OperatorSettings& settings, std::shared_ptr<PostingContext> posting_context,
          NamespaceScope scope, ConnectionInfo credentials,
          std::function<std::optional<ConnectionInfo>()> login,
-         std::shared_ptr<kopf::detail::IndicesData> indices, std::shared_ptr<Memo> memobase)
+         std::shared_ptr<kopf::detail::IndicesData> indices, std::shared_ptr<Memo> memobase,
+         std::string identity)
         : io(io),
           executor(executor),
           registry(registry),
@@ -90,6 +92,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
           observation(io, executor, api, registry, std::move(scope), orchestration, indexing.get()),
           applier(io, api, settings, observation.insights()) {
         vault->put("initial", std::move(credentials));
+        start_peering(std::move(identity));
         queues.on_hold_over([this](const std::string& key) { hold_over(key); });
         env.client = &client;
         if (indexing) env.indices = indexing->indices();
@@ -99,6 +102,31 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     void anchor() {
         orchestration.anchor(weak_from_this());
         observation.anchor(weak_from_this());
+        if (peering) peering->anchor(weak_from_this());
+    }
+
+    // Kopf's peering, unless standalone: the engine follows the peering CRDs and the served
+    // namespaces; its pause stops the resource watchers and the daemons until it resumes.
+    void start_peering(std::string identity) {
+        if (settings.peering.standalone) return;
+        if (identity.empty()) identity = engines::detect_own_id(false);
+        peering =
+            std::make_unique<engines::PeeringEngine>(io, api, settings, std::move(identity), pause);
+        pause.on_change([this](bool paused) {
+            const auto blockers = pause.blockers();
+            if (paused) {
+                logger("kopf.reactor.orchestration")
+                    ->debug("Pausing the watch-streams (blockers: {}).", fmt::join(blockers, ", "));
+            } else {
+                logger("kopf.reactor.orchestration")->debug("Resuming the watch-streams.");
+            }
+            if (daemons) daemons->pause(paused);
+            orchestration.set_paused(paused);
+        });
+        orchestration.on_revised = [this](const Insights& insights) {
+            peering->adjust(engines::peering_resources(settings.peering, insights.peerings),
+                            insights.namespaces);
+        };
     }
 
     // Created before the watchers that feed it.
@@ -123,6 +151,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         daemons =
             std::make_unique<engines::DaemonsEngine>(std::move(daemons_env), registry.spawning);
         env.daemons = daemons.get();
+        if (pause.paused()) daemons->pause(true);
     }
 
     // Daemons and timers patch their objects as the handlers do (status subresource,
@@ -366,6 +395,15 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         orchestration.stop();
         observation.stop();
         auto self = shared_from_this();
+        // The keep-alives end with this operator's entry removed from the peerings.
+        if (peering) {
+            peering->stop([self] {
+                self->peering_finished = true;
+                self->check_stopped();
+            });
+        } else {
+            peering_finished = true;
+        }
         // Daemons stop beside the object workers: their last patches need the client open.
         if (daemons) {
             daemons->stop_all([self] {
@@ -383,8 +421,8 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     }
 
     void check_stopped() {
-        if (!stopping || !queues_finished || !daemons_finished || posts_in_flight > 0 ||
-            !on_stopped)
+        if (!stopping || !queues_finished || !daemons_finished || !peering_finished ||
+            posts_in_flight > 0 || !on_stopped)
             return;
         posting->queue().set_wakeup(nullptr);
         if (process_wakeup) process_posting_context()->queue().remove_wakeup(*process_wakeup);
@@ -417,6 +455,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     bool stopping = false;
     bool queues_finished = false;
     bool daemons_finished = false;
+    bool peering_finished = false;
     int posts_in_flight = 0;
     // Daemons and timers, if the operator has any. Last: destroyed first, it closes the way
     // back to the loop for daemons abandoned on their threads.
@@ -427,6 +466,9 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     Orchestration orchestration;
     Observation observation;
     ApiPatchApplier applier;
+    // Kopf's operator pause and the peering that turns it (none in the standalone mode).
+    engines::OperatorPause pause;
+    std::unique_ptr<engines::PeeringEngine> peering;
 };
 
 ResourceServing::ResourceServing(asio::io_context& io, kopf::Executor& executor,
@@ -435,10 +477,10 @@ ResourceServing::ResourceServing(asio::io_context& io, kopf::Executor& executor,
                                  ConnectionInfo credentials,
                                  std::function<std::optional<ConnectionInfo>()> login,
                                  std::shared_ptr<kopf::detail::IndicesData> indices,
-                                 std::shared_ptr<Memo> memo)
+                                 std::shared_ptr<Memo> memo, std::string identity)
     : impl_(std::make_shared<Impl>(io, executor, registry, settings, std::move(posting),
                                    std::move(scope), std::move(credentials), std::move(login),
-                                   std::move(indices), std::move(memo))) {
+                                   std::move(indices), std::move(memo), std::move(identity))) {
     impl_->anchor();
 }
 

@@ -40,12 +40,13 @@ class ResourceServing {
   public:
     // `login` produces fresh credentials when the API rejects the current ones (401).
     // `posting`: the operator's own Events (queue, identity, object-log hook) to post.
+    // `identity`: the operator's in the peerings (Kopf's format, detected when empty).
     ResourceServing(boost::asio::io_context& io, kopf::Executor& executor, const Registry& registry,
                     const OperatorSettings& settings, std::shared_ptr<PostingContext> posting,
                     NamespaceScope scope, ConnectionInfo credentials,
                     std::function<std::optional<ConnectionInfo>()> login,
                     std::shared_ptr<kopf::detail::IndicesData> indices = nullptr,
-                    std::shared_ptr<Memo> memo = nullptr);
+                    std::shared_ptr<Memo> memo = nullptr, std::string identity = "");
     ~ResourceServing();
     ResourceServing(const ResourceServing&) = delete;
     ResourceServing& operator=(const ResourceServing&) = delete;
