@@ -87,6 +87,10 @@ struct RunOptions {
     std::optional<int> priority;
     /// The operator's identity in the peerings; Kopf's `user@host/time/xyz` (or $POD_ID) if unset.
     std::optional<std::string> identity;
+    /// Active/standby replicas on this coordination.k8s.io/v1 Lease (settings.leasing), in
+    /// `lease_namespace` ("default" if unset): `--lease NAME`, `--lease-namespace NS`.
+    std::optional<std::string> lease;
+    std::optional<std::string> lease_namespace;
     /// Serve health probes at this URL, e.g. "http://0.0.0.0:8080/healthz".
     std::optional<std::string> liveness_endpoint;
     /// A kubeconfig context other than the current one (for the built-in login).

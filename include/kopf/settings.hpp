@@ -53,6 +53,18 @@ struct PeeringSettings {
     bool namespaced() const { return !clusterwide; }
 };
 
+/// Kopf++'s active/standby replicas (docs/peering.md#leases), beyond Kopf: with a lease name,
+/// the replicas compete for one coordination.k8s.io/v1 Lease, as client-go's leader election
+/// does; only its holder handles objects, the others stand by (paused) and take over when the
+/// holder leaves (at once) or dies (when its lease expires).
+struct LeasingSettings {
+    std::optional<std::string> name;     ///< the Lease; none: no leases (`--lease NAME`)
+    std::string namespace_ = "default";  ///< where the Lease lives (`--lease-namespace`)
+    double lease_duration = 15;  ///< seconds a standby waits for an unrenewed lease to expire
+    double renew_deadline = 10;  ///< a leader that cannot renew for this long stops handling
+    double retry_period = 2;     ///< seconds between attempts to acquire or renew
+};
+
 struct WatchingSettings {
     std::optional<double> server_timeout;  ///< `timeoutSeconds` of watch requests
     std::optional<double> client_timeout;  ///< total timeout of a watch request
@@ -125,6 +137,7 @@ struct OperatorSettings {
     ProcessSettings process;
     PostingSettings posting;
     PeeringSettings peering;
+    LeasingSettings leasing;
     WatchingSettings watching;
     QueueingSettings queueing;
     ScanningSettings scanning;

@@ -38,6 +38,8 @@ RunOptions run_options_of(const RunCommandOptions& command) {
     if (!command.peering.empty()) options.peering_name = command.peering;
     if (command.priority) options.priority = command.priority;
     if (command.dev) options.priority = 666;  // as Kopf: --dev wins over --priority
+    if (!command.lease.empty()) options.lease = command.lease;
+    if (!command.lease_namespace.empty()) options.lease_namespace = command.lease_namespace;
     if (!command.liveness.empty()) options.liveness_endpoint = command.liveness;
     if (!command.context.empty()) options.context = command.context;
     return options;
@@ -141,6 +143,10 @@ int main(int argc, char** argv, const std::vector<ExtraCommand>& extra_commands)
         ->envname("KOPF_RUN_PEERING");
     run_app->add_option("-p,--priority", run.priority, "The priority in the peering (default 0)");
     run_app->add_flag("--dev", run.dev, "Development mode: --priority=666, whatever -p says");
+    run_app->add_option("--lease", run.lease,
+                        "Active/standby: compete for this Lease; only its holder handles objects");
+    run_app->add_option("--lease-namespace", run.lease_namespace,
+                        "The namespace of the --lease Lease (default: default)");
     run_app->add_option("-L,--liveness", run.liveness,
                         "Serve health probes at this endpoint, e.g. http://0.0.0.0:8080/healthz");
     run_app->add_option("--context", run.context, "The kubeconfig context to use");

@@ -2,10 +2,15 @@
 // Kopf's test_examples.py runs every example), then what its README shows with real peering
 // (deploy/peering.yaml applied with kubectl): two operators of the same priority both pause, a
 // --dev operator pauses the other and handles alone, its exit resumes the other; and
-// `kopf freeze` / `kopf resume` from the command line, with their errors.
+// `kopf freeze` / `kopf resume` from the command line, with their errors; and Kopf++'s
+// active/standby replicas on a Lease: the leader killed with SIGKILL in the middle of a handler,
+// the standby taking over when the lease expires and running the handler once.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <csignal>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -147,6 +152,73 @@ TEST_F(PeeringExample, FreezeExplainsWhatIsMissing) {
     auto no_peering = kopf({"resume", "-A"});
     EXPECT_NE(no_peering.exit_code, 0);
     EXPECT_NE(no_peering.output.find("--peering"), std::string::npos) << no_peering.output;
+}
+
+// Two replicas of an operator with a slow creation handler and a 3-second lease.
+const char* LEASED_OPERATOR = R"(#include <kopf/kopf.hpp>
+#include <thread>
+
+void configure(kopf::ActivityContext& ctx) {
+    ctx.settings.leasing.lease_duration = 3;
+    ctx.settings.leasing.renew_deadline = 2;
+    ctx.settings.leasing.retry_period = 0.5;
+}
+KOPF_ON_STARTUP(configure);
+
+kopf::json create_fn(kopf::Context& ctx) {
+    ctx.logger.info("Creating slowly.");
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    return {{"message", "created"}};
+}
+KOPF_ON_CREATE(create_fn, "kopfexamples");
+)";
+
+TEST_F(PeeringExample, AStandbyReplicaTakesOverFromAKilledLeaderAndRunsTheHandlerOnce) {
+    const auto source = cluster_->workdir() / "leased_operator.cpp";
+    std::ofstream(source) << LEASED_OPERATOR;
+    const std::vector<std::string> args = {source.string(), "-n",      "default",
+                                           "--standalone",  "--lease", "kopfexample-operator",
+                                           "--verbose"};
+    setenv("POD_ID", "replica-a", 1);  // the replicas' identities (as a Deployment's pods have)
+    auto leader = std::make_unique<OperatorProcess>(*cluster_, args);
+    ASSERT_TRUE(leader->wait_for_log("Acquired the lease default/kopfexample-operator"))
+        << leader->log();
+    setenv("POD_ID", "replica-b", 1);
+    auto standby = std::make_unique<OperatorProcess>(*cluster_, args);
+    unsetenv("POD_ID");
+    ASSERT_TRUE(
+        standby->wait_for_log("Competing for the lease default/kopfexample-operator as "
+                              "'replica-b'."))
+        << standby->log();
+
+    create_object();
+    ASSERT_TRUE(leader->wait_for_log("Creating slowly.")) << leader->log();
+    const auto killed = std::chrono::steady_clock::now();
+    leader->stop(SIGKILL);
+    ASSERT_TRUE(
+        standby->wait_for_log("Acquired the lease default/kopfexample-operator "
+                              "(transitions: 1)"))
+        << standby->log();
+    const auto takeover = std::chrono::steady_clock::now() - killed;
+    ASSERT_TRUE(standby->wait_for_log("Handler 'create_fn' succeeded.")) << standby->log();
+    const auto handled = std::chrono::steady_clock::now() - killed;
+    RecordProperty(
+        "takeover_ms",
+        static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(takeover).count()));
+    RecordProperty(
+        "first_success_ms",
+        static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(handled).count()));
+
+    // The killed leader never finished; the standby ran the handler once: none lost, none twice.
+    EXPECT_EQ(successes(*leader).count("create_fn"), 0u) << leader->log();
+    EXPECT_EQ(successes(*standby), (std::map<std::string, int>{{"create_fn", 1}}))
+        << standby->log();
+    EXPECT_EQ(get_object()["status"]["create_fn"]["message"], "created");
+    delete_object();
+    stop_cleanly(*standby);
+    EXPECT_NE(standby->log().find("Released the lease default/kopfexample-operator."),
+              std::string::npos)
+        << standby->log();
 }
 
 }  // namespace

@@ -217,6 +217,8 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         settings.peering.mandatory = true;
     }
     if (options.priority) settings.peering.priority = *options.priority;
+    if (options.lease) settings.leasing.name = *options.lease;
+    if (options.lease_namespace) settings.leasing.namespace_ = *options.lease_namespace;
 
     // One thread runs the loop (the worker pool only posts into it): Asio then queues the
     // loop's own completions without taking its lock (5 lock pairs per handled object).
@@ -318,6 +320,16 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         throw StartupError(fmt::format(
             "settings.networking.qps must be positive, or 0 for no rate limit; it is {}.",
             settings.networking.qps));
+    }
+    if (const auto& leasing = settings.leasing;
+        leasing.name &&
+        (leasing.name->empty() || leasing.namespace_.empty() || !(leasing.retry_period > 0) ||
+         !(leasing.renew_deadline > leasing.retry_period) ||
+         !(leasing.lease_duration > leasing.renew_deadline))) {
+        throw StartupError(fmt::format(
+            "settings.leasing needs a lease name and a namespace, and lease_duration ({}s) > "
+            "renew_deadline ({}s) > retry_period ({}s) > 0.",
+            leasing.lease_duration, leasing.renew_deadline, leasing.retry_period));
     }
     posting->configure(settings.posting);  // as the startup handlers left it
     std::optional<ConnectionInfo> credentials =

@@ -20,6 +20,7 @@
 #include "core/engines/daemons.hpp"
 #include "core/engines/events.hpp"
 #include "core/engines/indexing.hpp"
+#include "core/engines/leases.hpp"
 #include "core/engines/peering.hpp"
 #include "core/engines/posting.hpp"
 #include "core/reactor/application.hpp"
@@ -103,15 +104,15 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         orchestration.anchor(weak_from_this());
         observation.anchor(weak_from_this());
         if (peering) peering->anchor(weak_from_this());
+        if (elector) elector->anchor(weak_from_this());
     }
 
     // Kopf's peering, unless standalone: the engine follows the peering CRDs and the served
-    // namespaces; its pause stops the resource watchers and the daemons until it resumes.
+    // namespaces; with settings.leasing.name, the Lease elector too. Their pause stops the
+    // resource watchers and the daemons until it resumes.
     void start_peering(std::string identity) {
-        if (settings.peering.standalone) return;
+        if (settings.peering.standalone && !settings.leasing.name) return;
         if (identity.empty()) identity = engines::detect_own_id(false);
-        peering =
-            std::make_unique<engines::PeeringEngine>(io, api, settings, std::move(identity), pause);
         pause.on_change([this](bool paused) {
             const auto blockers = pause.blockers();
             if (paused) {
@@ -123,6 +124,12 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             if (daemons) daemons->pause(paused);
             orchestration.set_paused(paused);
         });
+        if (settings.leasing.name) {
+            elector = std::make_unique<engines::LeaseElector>(io, api, settings, identity, pause);
+        }
+        if (settings.peering.standalone) return;
+        peering =
+            std::make_unique<engines::PeeringEngine>(io, api, settings, std::move(identity), pause);
         orchestration.on_revised = [this](const Insights& insights) {
             peering->adjust(engines::peering_resources(settings.peering, insights.peerings),
                             insights.namespaces);
@@ -375,6 +382,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             if (stopping) co_return;
         }
         start_daemons();
+        if (elector) elector->start();
         co_await observation.rescan();
         observation.observe_namespaces(!settings.scanning.disabled);
         if (!settings.scanning.disabled) observation.start_crd_observer();
@@ -421,6 +429,18 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     }
 
     void check_stopped() {
+        // The leader releases its Lease once its handlers and daemons are done: a standby takes
+        // over then, not while they still run.
+        if (stopping && queues_finished && daemons_finished && elector && !lease_released) {
+            if (!lease_releasing) {
+                lease_releasing = true;
+                elector->stop([self = shared_from_this()] {
+                    self->lease_released = true;
+                    self->check_stopped();
+                });
+            }
+            return;
+        }
         if (!stopping || !queues_finished || !daemons_finished || !peering_finished ||
             posts_in_flight > 0 || !on_stopped)
             return;
@@ -456,6 +476,8 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     bool queues_finished = false;
     bool daemons_finished = false;
     bool peering_finished = false;
+    bool lease_releasing = false;
+    bool lease_released = false;
     int posts_in_flight = 0;
     // Daemons and timers, if the operator has any. Last: destroyed first, it closes the way
     // back to the loop for daemons abandoned on their threads.
@@ -469,6 +491,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     // Kopf's operator pause and the peering that turns it (none in the standalone mode).
     engines::OperatorPause pause;
     std::unique_ptr<engines::PeeringEngine> peering;
+    std::unique_ptr<engines::LeaseElector> elector;  // with settings.leasing.name
 };
 
 ResourceServing::ResourceServing(asio::io_context& io, kopf::Executor& executor,

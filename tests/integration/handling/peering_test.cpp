@@ -1,8 +1,11 @@
-// Kopf's peering against the embedded API server: the operator's entry in Kopf's format, its
-// removal at the exit, pausing for a higher peer (a Kopf++ operator or a Kopf one whose entry
-// the test writes as Kopf would), the same priority pausing all, expiry and cleaning, daemons
-// stopped and respawned, mandatory and automatic peering with the CRD or the object absent,
-// the standalone and stealth modes. Lifetimes are shortened (keep-alives every second).
+// Kopf's peering, and Kopf++'s active/standby replicas on a Lease, against the embedded API server:
+// the operator's entry in Kopf's format, its removal at the exit, pausing for a higher peer (a
+// Kopf++ operator or a Kopf one whose entry the test writes as Kopf would), the same priority
+// pausing all, expiry and cleaning, daemons stopped and respawned, mandatory and automatic peering
+// with the CRD or the object absent, the standalone and stealth modes. Lifetimes are shortened
+// (keep-alives every second). Leases: one holder handles, the standby takes over when it exits or
+// its lease expires, a leader whose lease is taken stops handling, bad lease settings stop the
+// start.
 #include <spdlog/sinks/base_sink.h>
 
 #include <mutex>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "core/actions/logging.hpp"
+#include "core/engines/leases.hpp"
 #include "structs/timestamps.hpp"
 #include "support/cluster.hpp"
 
@@ -31,6 +35,12 @@ class PeeringLog : public spdlog::sinks::base_sink<std::mutex> {
         for (const auto& line : lines_)
             if (line.find(text) != std::string::npos) return true;
         return false;
+    }
+    int count(const std::string& text) const {
+        std::lock_guard lock(lines_mutex_);
+        return static_cast<int>(std::count_if(lines_.begin(), lines_.end(), [&](const auto& line) {
+            return line.find(text) != std::string::npos;
+        }));
     }
     std::string text() const {
         std::lock_guard lock(lines_mutex_);
@@ -78,16 +88,20 @@ class Peering : public HandlingTest {
     void SetUp() override {
         HandlingTest::SetUp();
         log = std::make_shared<PeeringLog>();
-        peering_logger = runtime::logger("kopf.engines.peering");
-        previous_level = peering_logger->level();
-        peering_logger->set_level(spdlog::level::debug);
-        peering_logger->sinks().push_back(log);
+        for (const char* name : {"kopf.engines.peering", "kopf.engines.leases"}) {
+            auto logger = runtime::logger(name);
+            loggers.emplace_back(logger, logger->level());
+            logger->set_level(spdlog::level::debug);
+            logger->sinks().push_back(log);
+        }
     }
     void TearDown() override {
         HandlingTest::TearDown();
-        auto& sinks = peering_logger->sinks();
-        sinks.erase(std::remove(sinks.begin(), sinks.end(), log), sinks.end());
-        peering_logger->set_level(previous_level);
+        for (auto& [logger, level] : loggers) {
+            auto& sinks = logger->sinks();
+            sinks.erase(std::remove(sinks.begin(), sinks.end(), log), sinks.end());
+            logger->set_level(level);
+        }
     }
 
     // deploy/peering.yaml's CRDs and "default" objects (in the namespace "default").
@@ -153,8 +167,7 @@ class Peering : public HandlingTest {
     }
 
     std::shared_ptr<PeeringLog> log;
-    std::shared_ptr<spdlog::logger> peering_logger;
-    spdlog::level::level_enum previous_level = spdlog::level::info;
+    std::vector<std::pair<std::shared_ptr<spdlog::logger>, spdlog::level::level_enum>> loggers;
 };
 
 // Records each handled value of spec.field with whether the operator said it paused and
@@ -428,6 +441,167 @@ TEST_F(Peering, StealthKeepAlivesAreNotLogged) {
     const auto first = status()["kopfpp-stealth"]["lastseen"];
     ASSERT_TRUE(eventually([&] { return status()["kopfpp-stealth"]["lastseen"] != first; }));
     EXPECT_FALSE(log->contains("Keep-alive")) << log->text();
+}
+
+// ---- active/standby replicas on a Lease (settings.leasing) -------------------------------------
+
+const std::string LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+
+class Leases : public Peering {
+  protected:
+    // A 2-second lease, renewed every 0.2 s; the leader gives up after 1.2 s without renewals.
+    static OperatorSettings lease_settings() {
+        OperatorSettings settings = fast_settings();
+        settings.leasing.lease_duration = 2;
+        settings.leasing.renew_deadline = 1.2;
+        settings.leasing.retry_period = 0.2;
+        return settings;
+    }
+    std::unique_ptr<OperatorThread> start_replica(
+        Registry& registry, const std::string& identity,
+        const OperatorSettings& settings = lease_settings()) {
+        return start_operator(registry, settings, [identity](RunOptions& options) {
+            options.lease = "kopfexample-operator";
+            options.identity = identity;
+        });
+    }
+    json lease() { return request("GET", LEASES + "/kopfexample-operator"); }
+    std::string holder() {
+        try {
+            return lease()["spec"].value("holderIdentity", "");
+        } catch (const std::exception&) {
+            return "";
+        }
+    }
+};
+
+// Each replica's on.create handler, recording which replica handled which object.
+void record_creations(Registry& registry, const std::shared_ptr<Calls>& calls,
+                      const std::string& replica) {
+    on::create(registry, "kopfexamples", {.id = "create_fn"},
+               [calls, replica](Context& ctx) { calls->add(replica, ctx.name); });
+}
+
+TEST_F(Leases, OnlyTheHolderHandlesAndTheLeaseIsWrittenAsClientGoWritesIt) {
+    Registry registry_a, registry_b;
+    auto calls = std::make_shared<Calls>();
+    record_creations(registry_a, calls, "a");
+    record_creations(registry_b, calls, "b");
+    auto a = start_replica(registry_a, "replica-a");
+    ASSERT_TRUE(eventually([&] { return holder() == "replica-a"; })) << log->text();
+    auto b = start_replica(registry_b, "replica-b");
+    ASSERT_TRUE(eventually([&] { return log->contains("as 'replica-b'"); }));
+
+    create(example("kex-leader", {{"field", 1}}));
+    ASSERT_TRUE(eventually([&] { return calls->count("a") == 1; }));
+    const json spec = lease()["spec"];
+    EXPECT_EQ(spec["holderIdentity"], "replica-a");
+    EXPECT_EQ(spec["leaseDurationSeconds"], 2);
+    EXPECT_EQ(spec["leaseTransitions"], 0);
+    const std::regex micro_time(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)");
+    EXPECT_TRUE(std::regex_match(spec["acquireTime"].get<std::string>(), micro_time)) << spec;
+    EXPECT_TRUE(std::regex_match(spec["renewTime"].get<std::string>(), micro_time)) << spec;
+    EXPECT_EQ(calls->count("b"), 0);
+    EXPECT_EQ(holder(), "replica-a");  // renewed all along: the standby never took it
+}
+
+TEST_F(Leases, TheStandbyTakesOverAtOnceWhenTheLeaderExits) {
+    Registry registry_a, registry_b;
+    auto calls = std::make_shared<Calls>();
+    record_creations(registry_a, calls, "a");
+    record_creations(registry_b, calls, "b");
+    auto a = start_replica(registry_a, "replica-a");
+    ASSERT_TRUE(eventually([&] { return holder() == "replica-a"; }));
+    auto b = start_replica(registry_b, "replica-b");
+    create(example("kex-before", {{"field", 1}}));
+    ASSERT_TRUE(eventually([&] { return calls->count("a") == 1; }));
+
+    const auto exiting = std::chrono::steady_clock::now();
+    EXPECT_EQ(a->stop(), "");
+    EXPECT_TRUE(log->contains("Released the lease default/kopfexample-operator."));
+    create(example("kex-after", {{"field", 2}}));
+    ASSERT_TRUE(eventually([&] { return calls->count("b") == 1; })) << log->text();
+    RecordProperty("takeover_ms",
+                   static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::steady_clock::now() - exiting)
+                                        .count()));
+    EXPECT_EQ(calls->details("b"), std::vector<json>{"kex-after"});  // no success repeated
+    EXPECT_EQ(holder(), "replica-b");
+    EXPECT_EQ(lease()["spec"]["leaseTransitions"], 1);
+}
+
+TEST_F(Leases, AStandbyTakesTheLeaseOfACrashedReplicaWhenItExpires) {
+    // A replica killed without a word: its lease stays until its duration passes.
+    const auto now = std::chrono::system_clock::now();
+    request("POST", LEASES,
+            {{"apiVersion", "coordination.k8s.io/v1"},
+             {"kind", "Lease"},
+             {"metadata", {{"name", "kopfexample-operator"}, {"namespace", "default"}}},
+             {"spec",
+              {{"holderIdentity", "crashed-replica"},
+               {"leaseDurationSeconds", 2},
+               {"leaseTransitions", 4},
+               {"acquireTime", engines::format_micro_time(now)},
+               {"renewTime", engines::format_micro_time(now)}}}});
+    Registry registry;
+    auto calls = std::make_shared<Calls>();
+    record_fields(registry, calls, log);
+    auto standby = start_replica(registry, "replica-b");
+    create(example("kex-orphaned", {{"field", "waited"}}));
+    ASSERT_TRUE(eventually([&] { return handled(*calls, "waited"); }, 30s)) << log->text();
+    EXPECT_EQ(holder(), "replica-b");
+    EXPECT_EQ(lease()["spec"]["leaseTransitions"], 5);
+    EXPECT_TRUE(log->contains("Acquired the lease default/kopfexample-operator (transitions: 5)"))
+        << log->text();
+}
+
+TEST_F(Leases, ALeaderWhoseLeaseIsTakenStopsHandlingUntilItHoldsItAgain) {
+    Registry registry;
+    auto calls = std::make_shared<Calls>();
+    // Each handled value with how many times the replica had acquired the lease by then.
+    on::event(registry, "kopfexamples", {.id = "fields"}, [calls, log = log](Context& ctx) {
+        if (ctx.type == "DELETED") return;
+        calls->add("fields", {{"field", ctx.spec.value("field", "")},
+                              {"acquired", log->count("Acquired the lease")}});
+    });
+    auto leader = start_replica(registry, "replica-a");
+    ASSERT_TRUE(eventually([&] { return holder() == "replica-a"; }));
+    create(example("kex-taken", {{"field", "led"}}));
+    ASSERT_TRUE(eventually([&] { return handled(*calls, "led"); }));
+
+    // Another holder with a long lease, as after a partition healed on the other side.
+    json taken = lease();
+    taken["spec"]["holderIdentity"] = "intruder";
+    taken["spec"]["leaseDurationSeconds"] = 3600;
+    taken["spec"]["renewTime"] = engines::format_micro_time(std::chrono::system_clock::now());
+    request("PUT", LEASES + "/kopfexample-operator", taken);
+    ASSERT_TRUE(eventually([&] {
+        return log->contains(
+            "Lost the lease default/kopfexample-operator: it is held by 'intruder'. Standing by.");
+    })) << log->text();
+    patch("kex-taken", {{"spec", {{"field", "while-standing-by"}}}});
+    // The intruder leaves: the replica takes the lease again and handles what changed then.
+    json released = lease();
+    released["spec"]["holderIdentity"] = "";
+    request("PUT", LEASES + "/kopfexample-operator", released);
+    ASSERT_TRUE(eventually([&] { return handled(*calls, "while-standing-by"); })) << log->text();
+    EXPECT_EQ(holder(), "replica-a");
+    for (const auto& call : calls->details("fields")) {
+        if (call["field"] == "while-standing-by") EXPECT_EQ(call["acquired"], 2) << call;
+    }
+}
+
+TEST_F(Leases, InconsistentLeaseSettingsStopTheStart) {
+    Registry registry;
+    on::create(registry, "kopfexamples", {.id = "noop"}, [](Context&) {});
+    auto settings = lease_settings();
+    settings.leasing.name = "kopfexample-operator";
+    settings.leasing.renew_deadline = 5;  // longer than the lease: a standby could take over first
+    const std::string failure = run_until_it_fails(registry, settings);
+    EXPECT_NE(failure.find("settings.leasing needs a lease name and a namespace, and "
+                           "lease_duration (2s) > renew_deadline (5s) > retry_period (0.2s) > 0."),
+              std::string::npos)
+        << failure;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <regex>
 
+#include "core/engines/leases.hpp"
 #include "structs/timestamps.hpp"
 
 namespace kopf::engines {
@@ -177,6 +178,23 @@ TEST(OperatorPauses, IsPausedWhileAnyToggleIsOnAndSaysWhenItChanges) {
     pause.drop(a);
     EXPECT_FALSE(pause.paused());
     EXPECT_EQ(changes, (std::vector<bool>{true, false}));
+}
+
+TEST(Leases, TimesAreWrittenAsKubernetesMicroTime) {
+    EXPECT_EQ(format_micro_time(NOW + 123456us), "2026-11-26T05:00:00.123456Z");
+}
+
+TEST(Leases, AreAvailableWhenFreeExpiredOrOwn) {
+    const json held = {{"holderIdentity", "replica-a"},
+                       {"leaseDurationSeconds", 15},
+                       {"renewTime", "2026-11-26T04:59:50.000000Z"}};
+    EXPECT_FALSE(lease_is_available(held, "replica-b", NOW));      // 5 s left
+    EXPECT_TRUE(lease_is_available(held, "replica-a", NOW));       // its own
+    EXPECT_TRUE(lease_is_available(held, "replica-b", NOW + 5s));  // expired
+    json released = held;
+    released["holderIdentity"] = "";
+    EXPECT_TRUE(lease_is_available(released, "replica-b", NOW));
+    EXPECT_TRUE(lease_is_available(json::object(), "replica-b", NOW));
 }
 
 }  // namespace
