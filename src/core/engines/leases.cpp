@@ -116,6 +116,9 @@ struct LeaseElector::Impl : std::enable_shared_from_this<LeaseElector::Impl> {
     }
 
     asio::awaitable<void> acquire_or_renew() {
+        // The renewTime written below is as old as this attempt: the leadership it gives lasts
+        // from here, however long the requests take.
+        const auto started = asio::steady_timer::clock_type::now();
         const auto resource = leases_resource();
         json lease;
         try {
@@ -139,7 +142,7 @@ struct LeaseElector::Impl : std::enable_shared_from_this<LeaseElector::Impl> {
             } catch (const clients::ConflictError&) {
                 co_return;  // another replica created it first
             }
-            acquired(0);
+            lead(started, 0);
             co_return;
         }
         json spec = lease.value("spec", json::object());
@@ -161,11 +164,7 @@ struct LeaseElector::Impl : std::enable_shared_from_this<LeaseElector::Impl> {
         } catch (const clients::ConflictError&) {
             co_return;  // changed meanwhile: judged again at the next try
         }
-        if (leading) {
-            renewed();
-        } else {
-            acquired(spec.value("leaseTransitions", 0L));
-        }
+        lead(started, spec.value("leaseTransitions", 0L));
     }
 
     // client-go's release on cancel: no holder, a 1-second lease, so a standby takes it now.
@@ -183,23 +182,26 @@ struct LeaseElector::Impl : std::enable_shared_from_this<LeaseElector::Impl> {
         log->info("Released the lease {}/{}.", leasing.namespace_, name);
     }
 
-    void acquired(long transitions) {
-        leading = true;
-        log->info("Acquired the lease {}/{} (transitions: {}): this operator leads.",
-                  leasing.namespace_, name, transitions);
-        renewed();
-        pause.turn(toggle, false);
-    }
-
+    // The Lease is written with this replica as its holder by the attempt begun at `started`.
     // The leader stops handling once the renew deadline passes without a renewal: earlier than
-    // its lease can expire for the standbys.
-    void renewed() {
-        deadline.expires_after(steady(leasing.renew_deadline));
+    // its lease can expire for the standbys. An answer that comes after that is too late to lead.
+    void lead(asio::steady_timer::time_point started, long transitions) {
+        const auto until = started + steady(leasing.renew_deadline);
+        if (until <= asio::steady_timer::clock_type::now()) {
+            if (leading) lost("it is renewed too late (after the renew deadline)");
+            return;
+        }
+        deadline.expires_at(until);
         deadline.async_wait([self = anchored()](const boost::system::error_code& ec) {
             if (ec || !self->leading || self->stop_signal.stopped()) return;
             self->lost(fmt::format("it is not renewed within the renew deadline ({}s)",
                                    self->leasing.renew_deadline));
         });
+        if (leading) return;
+        leading = true;
+        log->info("Acquired the lease {}/{} (transitions: {}): this operator leads.",
+                  leasing.namespace_, name, transitions);
+        pause.turn(toggle, false);
     }
 
     void lost(const std::string& why) {

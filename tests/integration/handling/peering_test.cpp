@@ -591,6 +591,34 @@ TEST_F(Leases, ALeaderWhoseLeaseIsTakenStopsHandlingUntilItHoldsItAgain) {
     }
 }
 
+// A partition: every request of every replica takes longer than the lease. The leader stops
+// handling at its renew deadline, before its lease (longer) can expire and be taken.
+TEST_F(Leases, APartitionedLeaderStopsHandlingBeforeAnotherCanTakeOver) {
+    Registry registry_a, registry_b;
+    auto calls = std::make_shared<Calls>();
+    record_creations(registry_a, calls, "a");
+    record_creations(registry_b, calls, "b");
+    auto a = start_replica(registry_a, "replica-a");
+    ASSERT_TRUE(eventually([&] { return holder() == "replica-a"; }));
+    auto b = start_replica(registry_b, "replica-b");
+    ASSERT_TRUE(eventually([&] { return log->contains("as 'replica-b'"); }));
+
+    server->delay_responses(2500ms);
+    const std::string lost =
+        "Lost the lease default/kopfexample-operator: it is not renewed within the renew deadline "
+        "(1.2s). Standing by.";
+    ASSERT_TRUE(eventually([&] { return log->contains(lost); })) << log->text();
+    server->delay_responses(0ms);
+    // Someone leads again (either replica) — only after the leader had stopped.
+    ASSERT_TRUE(eventually([&] { return log->count("Acquired the lease") == 2; })) << log->text();
+    const std::string text = log->text();
+    const auto second_acquisition =
+        text.find("Acquired the lease", text.find("Acquired the lease") + 1);
+    EXPECT_LT(text.find(lost), second_acquisition) << text;
+    create(example("kex-healed", {{"field", 1}}));
+    ASSERT_TRUE(eventually([&] { return calls->count("a") + calls->count("b") == 1; }));
+}
+
 TEST_F(Leases, InconsistentLeaseSettingsStopTheStart) {
     Registry registry;
     on::create(registry, "kopfexamples", {.id = "noop"}, [](Context&) {});
