@@ -80,10 +80,17 @@ struct RunOptions {
     /// `clusterwide`; with neither, the whole cluster with a warning (as Kopf).
     std::vector<std::string> namespaces;
     bool clusterwide = false;
-    /// Peering: no peering at all, a peering name other than "default", a priority.
+    /// Peering (docs/peering.md): no peering at all, a peering name other than "default"
+    /// (which makes the peering mandatory, as `--peering`), a priority (`--priority`, `--dev`).
     bool standalone = false;
     std::optional<std::string> peering_name;
     std::optional<int> priority;
+    /// The operator's identity in the peerings; Kopf's `user@host/time/xyz` (or $POD_ID) if unset.
+    std::optional<std::string> identity;
+    /// Active/standby replicas on this coordination.k8s.io/v1 Lease (settings.leasing), in
+    /// `lease_namespace` ("default" if unset): `--lease NAME`, `--lease-namespace NS`.
+    std::optional<std::string> lease;
+    std::optional<std::string> lease_namespace;
     /// Serve health probes at this URL, e.g. "http://0.0.0.0:8080/healthz".
     std::optional<std::string> liveness_endpoint;
     /// Serve Prometheus metrics (docs/metrics.md) at this URL, e.g.

@@ -38,15 +38,31 @@ struct PostingSettings {
     std::string event_name_prefix = "kopf-event-";
 };
 
+/// Kopf's peering (docs/peering.md): operators of one peering object see each other and pause
+/// while one of a higher (or the same) priority is alive.
 struct PeeringSettings {
-    std::string name = "default";
-    bool stealth = false;  ///< do not announce this operator in the peering
-    int priority = 0;
-    int lifetime = 60;        ///< seconds
-    bool mandatory = false;   ///< fail if the peering object is absent
-    bool standalone = false;  ///< no peering at all
-    bool clusterwide = false;
+    std::string name = "default";  ///< the KopfPeering/ClusterKopfPeering object to use
+    bool stealth = false;          ///< do not log the regular keep-alives
+    int priority = 0;              ///< lower priorities pause; equal ones all pause, warned
+    int lifetime = 60;  ///< seconds this operator's entry counts as alive without keep-alives
+    /// Pause while the peering CRD or object is absent (set by `--peering NAME`); otherwise a
+    /// missing peering means the standalone mode, with a warning.
+    bool mandatory = false;
+    bool standalone = false;   ///< no peering at all: no requests, no watches (`--standalone`)
+    bool clusterwide = false;  ///< ClusterKopfPeering, else KopfPeering in the served namespaces
     bool namespaced() const { return !clusterwide; }
+};
+
+/// Kopf++'s active/standby replicas (docs/peering.md#leases), beyond Kopf: with a lease name,
+/// the replicas compete for one coordination.k8s.io/v1 Lease, as client-go's leader election
+/// does; only its holder handles objects, the others stand by (paused) and take over when the
+/// holder leaves (at once) or dies (when its lease expires).
+struct LeasingSettings {
+    std::optional<std::string> name;     ///< the Lease; none: no leases (`--lease NAME`)
+    std::string namespace_ = "default";  ///< where the Lease lives (`--lease-namespace`)
+    double lease_duration = 15;  ///< seconds a standby waits for an unrenewed lease to expire
+    double renew_deadline = 10;  ///< a leader that cannot renew for this long stops handling
+    double retry_period = 2;     ///< seconds between attempts to acquire or renew
 };
 
 struct WatchingSettings {
@@ -121,6 +137,7 @@ struct OperatorSettings {
     ProcessSettings process;
     PostingSettings posting;
     PeeringSettings peering;
+    LeasingSettings leasing;
     WatchingSettings watching;
     QueueingSettings queueing;
     ScanningSettings scanning;

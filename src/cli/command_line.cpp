@@ -1,5 +1,6 @@
-// The `kopf` command line (CLI11 lives in this translation unit only): `run` and `version`,
-// shared by the `kopf` binary and by operators linked as their own binaries (kopf::main).
+// The `kopf` command line (CLI11 lives in this translation unit only): `run`, `freeze`, `resume`
+// and `version`, shared by the `kopf` binary and by operators linked as their own binaries
+// (kopf::main).
 #include "cli/command_line.hpp"
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/peering_commands.hpp"
 #include "cli/plugins.hpp"
 #include "core/actions/logging.hpp"
 #include "core/engines/daemons.hpp"
@@ -36,6 +38,8 @@ RunOptions run_options_of(const RunCommandOptions& command) {
     if (!command.peering.empty()) options.peering_name = command.peering;
     if (command.priority) options.priority = command.priority;
     if (command.dev) options.priority = 666;  // as Kopf: --dev wins over --priority
+    if (!command.lease.empty()) options.lease = command.lease;
+    if (!command.lease_namespace.empty()) options.lease_namespace = command.lease_namespace;
     if (!command.liveness.empty()) options.liveness_endpoint = command.liveness;
     if (!command.metrics.empty()) options.metrics_endpoint = command.metrics;
     if (!command.context.empty()) options.context = command.context;
@@ -132,10 +136,18 @@ int main(int argc, char** argv, const std::vector<ExtraCommand>& extra_commands)
                      "Serve namespaces matching this pattern (repeatable; globs, !exclusions)")
         ->allow_extra_args(false);
     run_app->add_flag("-A,--all-namespaces", run.all_namespaces, "Serve the whole cluster");
-    run_app->add_flag("--standalone", run.standalone, "Disable peering: run as the only instance");
-    run_app->add_option("-P,--peering", run.peering, "The name of the peering object to use");
+    run_app->add_flag("--standalone", run.standalone,
+                      "No peering: do not pause for other operators");
+    run_app
+        ->add_option("-P,--peering", run.peering,
+                     "The name of the peering object to use (makes the peering mandatory)")
+        ->envname("KOPF_RUN_PEERING");
     run_app->add_option("-p,--priority", run.priority, "The priority in the peering (default 0)");
     run_app->add_flag("--dev", run.dev, "Development mode: --priority=666, whatever -p says");
+    run_app->add_option("--lease", run.lease,
+                        "Active/standby: compete for this Lease; only its holder handles objects");
+    run_app->add_option("--lease-namespace", run.lease_namespace,
+                        "The namespace of the --lease Lease (default: default)");
     run_app->add_option("-L,--liveness", run.liveness,
                         "Serve health probes at this endpoint, e.g. http://0.0.0.0:8080/healthz");
     run_app->add_option("--metrics", run.metrics,
@@ -152,6 +164,34 @@ int main(int argc, char** argv, const std::vector<ExtraCommand>& extra_commands)
     run_app->add_flag("-v,--verbose", run.verbose, "Show what Kopf++ is doing (debug messages)");
     run_app->add_flag("-d,--debug", run.debug, "Extremely verbose: also the API traffic");
     run_app->add_flag("-q,--quiet", run.quiet, "Only warnings and errors");
+
+    // Kopf's freeze/resume: an entry of a higher priority in the peering pauses its operators.
+    PeeringCommandOptions freeze;
+    auto* freeze_app =
+        app.add_subcommand("freeze", "Pause the resource handling in the operator(s).");
+    PeeringCommandOptions resume;
+    resume.freeze = false;
+    auto* resume_app =
+        app.add_subcommand("resume", "Resume the resource handling in the operator(s).");
+    for (auto [sub, opts] : {std::pair{freeze_app, &freeze}, std::pair{resume_app, &resume}}) {
+        sub->add_option("-n,--namespace", opts->namespaces,
+                        "The peerings in the namespaces matching this pattern (repeatable)")
+            ->allow_extra_args(false);
+        sub->add_flag("-A,--all-namespaces", opts->all_namespaces,
+                      "The cluster-wide peering (the default without -n)");
+        sub->add_option("-i,--id", opts->id, "The identity in the peering (default: user@host)");
+        sub->add_option("-P,--peering", opts->peering, "The name of the peering object")
+            ->required()
+            ->envname(opts->freeze ? "KOPF_FREEZE_PEERING" : "KOPF_RESUME_PEERING");
+        sub->add_flag("-v,--verbose", opts->verbose, "Show what Kopf++ is doing");
+        sub->add_flag("-d,--debug", opts->debug, "Extremely verbose: also the API traffic");
+        sub->add_flag("-q,--quiet", opts->quiet, "Only warnings and errors");
+    }
+    freeze_app->add_flag("--dev", freeze.dev, "Priority 666, whatever -p says");
+    freeze_app->add_option("-p,--priority", freeze.priority, "The priority (default 100)");
+    freeze_app->add_option("-t,--lifetime", freeze.lifetime, "For how many seconds to freeze")
+        ->required();
+    freeze_app->add_option("-m,--message", freeze.message, "Why (shown in the log line)");
 
     app.add_subcommand("version", "Print the Kopf++ version.");
     // Listed for --help only: they are dispatched above, before parsing.
@@ -179,6 +219,8 @@ int main(int argc, char** argv, const std::vector<ExtraCommand>& extra_commands)
         return 0;
     }
     if (app.got_subcommand(run_app)) return run_command(run);
+    if (app.got_subcommand(freeze_app)) return peering_command(freeze);
+    if (app.got_subcommand(resume_app)) return peering_command(resume);
     std::fputs(app.help().c_str(), stderr);
     return 2;
 }

@@ -17,6 +17,8 @@ struct RunCommandOptions {
     std::string peering;
     int priority = 0;
     bool dev = false;
+    std::string lease;
+    std::string lease_namespace;
     std::string liveness;
     std::string metrics;
     std::string context;

@@ -7,6 +7,7 @@ OperatorSettings::OperatorSettings(const OperatorSettings& o)
     : process(o.process),
       posting(o.posting),
       peering(o.peering),
+      leasing(o.leasing),
       watching(o.watching),
       queueing(o.queueing),
       scanning(o.scanning),
@@ -21,6 +22,7 @@ OperatorSettings& OperatorSettings::operator=(const OperatorSettings& o) {
     process = o.process;
     posting = o.posting;
     peering = o.peering;
+    leasing = o.leasing;
     watching = o.watching;
     queueing = o.queueing;
     scanning = o.scanning;

@@ -196,6 +196,7 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
     std::unordered_map<const Daemon*, std::shared_ptr<Daemon>> live;
     std::size_t abandoned = 0;
     bool closing = false;
+    bool paused = false;  // the operator pauses (peering): nothing is spawned
 };
 
 class Daemon : public std::enable_shared_from_this<Daemon> {
@@ -595,7 +596,9 @@ void finish(const std::shared_ptr<Daemon>& d, std::exception_ptr error) {
     // Stopped for the object's sake: its finalizer or a respawn need not wait for the next poll.
     const bool for_the_object =
         any(reason & (StopReason::RESOURCE_DELETED | StopReason::FILTERS_MISMATCH));
-    if (for_the_object && !d->core->closing && memory.poke) memory.poke();
+    // Stopped for a pause that is over already: the fresh listing may have passed it by.
+    const bool resumed = any(reason & StopReason::OPERATOR_PAUSING) && !d->core->paused;
+    if ((for_the_object || resumed) && !d->core->closing && memory.poke) memory.poke();
 }
 
 void spawn_daemon(const std::shared_ptr<EngineCore>& core, const EngineCore::Handler& handler,
@@ -705,11 +708,12 @@ Task<std::vector<double>> stop_daemons(std::vector<std::shared_ptr<Daemon>> daem
     co_return delays;
 }
 
-// Kopf's stop_daemon at the operator's exit: all phases in one go.
-Task<void> stop_at_exit(std::shared_ptr<Daemon> d) {
+// Kopf's stop_daemon at the operator's exit or pause: all phases in one go.
+Task<void> stop_at_exit(std::shared_ptr<Daemon> d,
+                        StopReason reason = StopReason::OPERATOR_EXITING) {
     Executor& loop = d->core->loop;
     const auto [backoff, timeout, polling] = cancellation_of(*d);
-    d->flag->set(StopReason::OPERATOR_EXITING);
+    d->flag->set(reason);
     co_await wait_for_instant_exit(d);
     if (d->done) {
         d->logger().debug("{} has exited gracefully.", d->name);
@@ -807,7 +811,8 @@ Task<std::vector<double>> DaemonsEngine::process(std::shared_ptr<DaemonsMemory> 
         if (!intents::match(*h.spawning, *memory->resource, body, ctx)) continue;
         matching.insert(id);
         // A daemon still stopping counts as running: respawned only once it has exited.
-        if (!core_->closing && !memory->running.count(id)) spawn_daemon(core_, h, memory);
+        if (!core_->closing && !core_->paused && !memory->running.count(id))
+            spawn_daemon(core_, h, memory);
     }
     std::vector<std::shared_ptr<Daemon>> mismatching;
     for (const auto& [id, d] : memory->running) {
@@ -841,6 +846,18 @@ void DaemonsEngine::stop_all(std::function<void()> finished) {
         kopf::start_detached(core_->loop, stop_at_exit(d), [remaining, done](std::exception_ptr) {
             if (--*remaining == 0) (*done)();
         });
+    }
+}
+
+void DaemonsEngine::pause(bool paused) {
+    if (core_->paused == paused) return;
+    core_->paused = paused;
+    if (!paused || core_->closing) return;
+    std::vector<std::shared_ptr<Daemon>> daemons;
+    for (const auto& [ptr, d] : core_->live) daemons.push_back(d);
+    for (const auto& d : daemons) {
+        kopf::start_detached(core_->loop, stop_at_exit(d, StopReason::OPERATOR_PAUSING),
+                             [](std::exception_ptr) {});
     }
 }
 

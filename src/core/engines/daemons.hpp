@@ -124,6 +124,10 @@ class DaemonsEngine {
     /// abandoned; daemons with no cancellation timeouts get 5 seconds), then `finished`.
     /// No daemons are spawned after this.
     void stop_all(std::function<void()> finished);
+    /// The operator pauses (peering): every daemon and timer is stopped as at the exit (with
+    /// the reason OPERATOR_PAUSING) and none is spawned until it resumes; then the objects'
+    /// next processing (the watchers' fresh listing) spawns them again.
+    void pause(bool paused);
     /// Daemons and timers running now.
     std::size_t running() const;
     /// Of the running ones, the timers.

@@ -76,6 +76,12 @@ asio::awaitable<void> Observation::rescan() {
         }
         if (r.group.empty() && r.plural == "namespaces") insights_.namespaces_resource = r;
     }
+    insights_.peerings.clear();
+    for (const auto& r : found) {
+        if ((r.group == "kopf.dev" || r.group == "zalando.org") &&
+            (r.plural == "kopfpeerings" || r.plural == "clusterkopfpeerings"))
+            insights_.peerings.push_back(r);
+    }
     auto now_served = resolve_resources(registry, found, unresolved_warned);
     for (const auto& [name, resource] : now_served) {
         if (!insights_.served.count(name)) {

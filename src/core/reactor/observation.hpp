@@ -40,6 +40,8 @@ struct Insights {
     std::optional<structs::Resource> namespaces_resource;  // if the API serves namespaces
     std::map<std::string, structs::Resource> served;       // by name (Resource::to_string())
     std::set<std::string> namespaces;  // of the scope, for the namespaced resources
+    // The peering resources the API serves (kopf.dev/v1 and zalando.org/v1, both scopes).
+    std::vector<structs::Resource> peerings;
 };
 
 // The served resources for the handlers' selectors among the `found` ones. Throws on an

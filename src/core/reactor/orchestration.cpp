@@ -53,7 +53,20 @@ std::set<Orchestration::WatcherKey> Orchestration::wanted_watchers(const Insight
 
 void Orchestration::update_watchers(const Insights& insights) {
     if (stopping) return;
-    const auto wanted = wanted_watchers(insights);
+    this->insights = &insights;
+    if (on_revised) on_revised(insights);
+    apply_watchers(insights);
+}
+
+void Orchestration::set_paused(bool paused) {
+    if (stopping || this->paused == paused) return;
+    this->paused = paused;
+    if (insights) apply_watchers(*insights);
+}
+
+void Orchestration::apply_watchers(const Insights& insights) {
+    if (stopping) return;
+    const auto wanted = paused ? std::set<WatcherKey>{} : wanted_watchers(insights);
     for (auto it = watchers.begin(); it != watchers.end();) {
         if (!wanted.count(it->first)) {
             it->second->stop();
@@ -182,11 +195,12 @@ void Orchestration::enqueue(const std::shared_ptr<ServedKind>& kind, clients::Wa
     auto& entry = objects[key];
     if (!entry.kind) entry.kind = kind;
     // A version older than one we have processed, delivered late by a stalled stream, lacks
-    // the handlers' successes recorded since: processing it would run them again.
+    // the handlers' successes recorded since: processing it would run them again. (The same
+    // version again, e.g. from a relisting, is the same state: it passes, as in Kopf.)
     // (A deletion passes: it is the object's last word.)
     if (entry.newest_version && event.type != "DELETED") {
         const auto version = structs::body_version_number(event.object);
-        if (version && *version <= entry.newest_version) return;
+        if (version && *version < entry.newest_version) return;
     }
     ++entry.events;
     // Built key by key: nested initializer lists cost a third of this function.

@@ -80,8 +80,14 @@ class Orchestration {
     // The owner whose lifetime the watch loops extend (the serving this is a part of).
     void anchor(std::weak_ptr<void> owner) { this->owner = std::move(owner); }
 
-    // Starts the watchers that the insights call for and stops those they no longer do.
+    // Starts the watchers that the insights call for and stops those they no longer do; tells
+    // `on_revised` first (the peering follows the namespaces and the peering CRDs).
     void update_watchers(const Insights& insights);
+    std::function<void(const Insights&)> on_revised;
+
+    // Kopf's operator pause (peering): the resource watchers stop while paused and start again
+    // (with a fresh listing) when resumed. The observers keep running.
+    void set_paused(bool paused);
 
     // Runs one watch loop of `resource` on the loop until `stop`; its end is logged, never fatal.
     void watch_until_stopped(const structs::Resource& resource, const std::string& namespace_,
@@ -123,6 +129,7 @@ class Orchestration {
     clients::WatchSettings watch_settings() const;
 
     std::set<WatcherKey> wanted_watchers(const Insights& insights) const;
+    void apply_watchers(const Insights& insights);
     std::shared_ptr<ServedKind> kind_of(const structs::Resource& resource);
     bool handles(const kopf::Resource& resource) const;
     void start_watcher(const WatcherKey& key, const structs::Resource& resource,
@@ -143,6 +150,8 @@ class Orchestration {
     engines::Metrics* metrics = nullptr;
     std::weak_ptr<void> owner;
     bool stopping = false;
+    bool paused = false;
+    const Insights* insights = nullptr;  // the observation's, as last revised
     std::map<WatcherKey, std::shared_ptr<clients::StopSignal>> watchers;
     std::map<std::string, std::shared_ptr<ServedKind>> kinds;  // by resource name
     // The ids of the indexed watchers.

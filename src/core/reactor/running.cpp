@@ -241,10 +241,17 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     } catch (const std::invalid_argument& error) {
         throw StartupError(error.what());
     }
-    settings.peering.clusterwide = options.clusterwide;
+    // As Kopf maps its run() arguments before the startup handlers (which may change them):
+    // the peering's scope is the operator's, and a named peering is mandatory.
+    settings.peering.clusterwide = scope.clusterwide;
     settings.peering.standalone = settings.peering.standalone || options.standalone;
-    if (options.peering_name) settings.peering.name = *options.peering_name;
+    if (options.peering_name) {
+        settings.peering.name = *options.peering_name;
+        settings.peering.mandatory = true;
+    }
     if (options.priority) settings.peering.priority = *options.priority;
+    if (options.lease) settings.leasing.name = *options.lease;
+    if (options.lease_namespace) settings.leasing.namespace_ = *options.lease_namespace;
 
     // One thread runs the loop (the worker pool only posts into it): Asio then queues the
     // loop's own completions without taking its lock (5 lock pairs per handled object).
@@ -389,6 +396,16 @@ void run_operator(const RunOptions& options, bool handle_signals) {
                 "settings.networking.qps must be positive, or 0 for no rate limit; it is {}.",
                 settings.networking.qps));
         }
+        if (const auto& leasing = settings.leasing;
+            leasing.name &&
+            (leasing.name->empty() || leasing.namespace_.empty() || !(leasing.retry_period > 0) ||
+             !(leasing.renew_deadline > leasing.retry_period) ||
+             !(leasing.lease_duration > leasing.renew_deadline))) {
+            throw StartupError(fmt::format(
+                "settings.leasing needs a lease name and a namespace, and lease_duration ({}s) > "
+                "renew_deadline ({}s) > retry_period ({}s) > 0.",
+                leasing.lease_duration, leasing.renew_deadline, leasing.retry_period));
+        }
         posting->configure(settings.posting);  // as the startup handlers left it
         credentials = login(registry, options, settings, memo, io, executor, stopping);
     } catch (...) {
@@ -414,7 +431,7 @@ void run_operator(const RunOptions& options, bool handle_signals) {
                              engines::pause_thread_unless(stopping),
                              engines::run_on_loop_and_wait(executor));
         },
-        indices_data, operator_memo, metrics);
+        indices_data, operator_memo, metrics, options.identity.value_or(""));
     if (options.client) *options.client = serving.client();
     // The admission webhooks: served on the loop from the server's own thread; stopped first
     // at the exit (Kopf stops its webhook server with the other root tasks).

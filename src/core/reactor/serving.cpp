@@ -21,6 +21,8 @@
 #include "core/engines/daemons.hpp"
 #include "core/engines/events.hpp"
 #include "core/engines/indexing.hpp"
+#include "core/engines/leases.hpp"
+#include "core/engines/peering.hpp"
 #include "core/engines/posting.hpp"
 #include "core/reactor/application.hpp"
 #include "core/reactor/observation.hpp"
@@ -63,7 +65,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
          NamespaceScope scope, std::map<std::string, ConnectionInfo> credentials,
          std::function<std::map<std::string, ConnectionInfo>()> login,
          std::shared_ptr<kopf::detail::IndicesData> indices, std::shared_ptr<Memo> memobase,
-         std::shared_ptr<engines::Metrics> metrics_)
+         std::shared_ptr<engines::Metrics> metrics_, std::string identity)
         : io(io),
           executor(executor),
           registry(registry),
@@ -92,6 +94,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
           observation(io, executor, api, registry, std::move(scope), orchestration, indexing.get()),
           applier(io, api, settings, observation.insights()) {
         vault->populate(std::move(credentials));
+        start_peering(std::move(identity));
         queues.on_hold_over([this](const std::string& key) { hold_over(key); });
         env.client = &client;
         if (indexing) env.indices = indexing->indices();
@@ -124,6 +127,37 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     void anchor() {
         orchestration.anchor(weak_from_this());
         observation.anchor(weak_from_this());
+        if (peering) peering->anchor(weak_from_this());
+        if (elector) elector->anchor(weak_from_this());
+    }
+
+    // Kopf's peering, unless standalone: the engine follows the peering CRDs and the served
+    // namespaces; with settings.leasing.name, the Lease elector too. Their pause stops the
+    // resource watchers and the daemons until it resumes.
+    void start_peering(std::string identity) {
+        if (settings.peering.standalone && !settings.leasing.name) return;
+        if (identity.empty()) identity = engines::detect_own_id(false);
+        pause.on_change([this](bool paused) {
+            const auto blockers = pause.blockers();
+            if (paused) {
+                logger("kopf.reactor.orchestration")
+                    ->debug("Pausing the watch-streams (blockers: {}).", fmt::join(blockers, ", "));
+            } else {
+                logger("kopf.reactor.orchestration")->debug("Resuming the watch-streams.");
+            }
+            if (daemons) daemons->pause(paused);
+            orchestration.set_paused(paused);
+        });
+        if (settings.leasing.name) {
+            elector = std::make_unique<engines::LeaseElector>(io, api, settings, identity, pause);
+        }
+        if (settings.peering.standalone) return;
+        peering =
+            std::make_unique<engines::PeeringEngine>(io, api, settings, std::move(identity), pause);
+        orchestration.on_revised = [this](const Insights& insights) {
+            peering->adjust(engines::peering_resources(settings.peering, insights.peerings),
+                            insights.namespaces);
+        };
     }
 
     // Created before the watchers that feed it.
@@ -149,6 +183,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         daemons =
             std::make_unique<engines::DaemonsEngine>(std::move(daemons_env), registry.spawning);
         env.daemons = daemons.get();
+        if (pause.paused()) daemons->pause(true);
     }
 
     // Daemons and timers patch their objects as the handlers do (status subresource,
@@ -364,6 +399,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             if (stopping) co_return;
         }
         start_daemons();
+        if (elector) elector->start();
         co_await observation.rescan();
         observation.observe_namespaces(!settings.scanning.disabled);
         if (!settings.scanning.disabled) observation.start_crd_observer();
@@ -384,6 +420,15 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         orchestration.stop();
         observation.stop();
         auto self = shared_from_this();
+        // The keep-alives end with this operator's entry removed from the peerings.
+        if (peering) {
+            peering->stop([self] {
+                self->peering_finished = true;
+                self->check_stopped();
+            });
+        } else {
+            peering_finished = true;
+        }
         // Daemons stop beside the object workers: their last patches need the client open.
         if (daemons) {
             daemons->stop_all([self] {
@@ -401,8 +446,20 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     }
 
     void check_stopped() {
-        if (!stopping || !queues_finished || !daemons_finished || posts_in_flight > 0 ||
-            !on_stopped)
+        // The leader releases its Lease once its handlers and daemons are done: a standby takes
+        // over then, not while they still run.
+        if (stopping && queues_finished && daemons_finished && elector && !lease_released) {
+            if (!lease_releasing) {
+                lease_releasing = true;
+                elector->stop([self = shared_from_this()] {
+                    self->lease_released = true;
+                    self->check_stopped();
+                });
+            }
+            return;
+        }
+        if (!stopping || !queues_finished || !daemons_finished || !peering_finished ||
+            posts_in_flight > 0 || !on_stopped)
             return;
         posting->queue().set_wakeup(nullptr);
         if (process_wakeup) process_posting_context()->queue().remove_wakeup(*process_wakeup);
@@ -435,6 +492,9 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     bool stopping = false;
     bool queues_finished = false;
     bool daemons_finished = false;
+    bool peering_finished = false;
+    bool lease_releasing = false;
+    bool lease_released = false;
     int posts_in_flight = 0;
     // Daemons and timers, if the operator has any. Last: destroyed first, it closes the way
     // back to the loop for daemons abandoned on their threads.
@@ -445,6 +505,10 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     Orchestration orchestration;
     Observation observation;
     ApiPatchApplier applier;
+    // Kopf's operator pause and the peering that turns it (none in the standalone mode).
+    engines::OperatorPause pause;
+    std::unique_ptr<engines::PeeringEngine> peering;
+    std::unique_ptr<engines::LeaseElector> elector;  // with settings.leasing.name
     // The operator's metrics, if kept; the scrapes read the members above until `scraping` goes
     // (first: it is the last member).
     std::shared_ptr<engines::Metrics> metrics;
@@ -458,10 +522,11 @@ ResourceServing::ResourceServing(asio::io_context& io, kopf::Executor& executor,
                                  std::function<std::map<std::string, ConnectionInfo>()> login,
                                  std::shared_ptr<kopf::detail::IndicesData> indices,
                                  std::shared_ptr<Memo> memo,
-                                 std::shared_ptr<engines::Metrics> metrics)
+                                 std::shared_ptr<engines::Metrics> metrics, std::string identity)
     : impl_(std::make_shared<Impl>(io, executor, registry, settings, std::move(posting),
                                    std::move(scope), std::move(credentials), std::move(login),
-                                   std::move(indices), std::move(memo), std::move(metrics))) {
+                                   std::move(indices), std::move(memo), std::move(metrics),
+                                   std::move(identity))) {
     impl_->anchor();
 }
 

@@ -49,13 +49,14 @@ class ResourceServing {
     // `posting`: the operator's own Events (queue, identity, object-log hook) to post.
     // `metrics`: where the API traffic, watches, queues, handlers, daemons and indices are
     // counted; none when metrics are off.
+    // `identity`: the operator's in the peerings (Kopf's format, detected when empty).
     ResourceServing(boost::asio::io_context& io, kopf::Executor& executor, const Registry& registry,
                     const OperatorSettings& settings, std::shared_ptr<PostingContext> posting,
                     NamespaceScope scope, std::map<std::string, ConnectionInfo> credentials,
                     std::function<std::map<std::string, ConnectionInfo>()> login,
                     std::shared_ptr<kopf::detail::IndicesData> indices = nullptr,
                     std::shared_ptr<Memo> memo = nullptr,
-                    std::shared_ptr<engines::Metrics> metrics = nullptr);
+                    std::shared_ptr<engines::Metrics> metrics = nullptr, std::string identity = "");
     ~ResourceServing();
     ResourceServing(const ResourceServing&) = delete;
     ResourceServing& operator=(const ResourceServing&) = delete;

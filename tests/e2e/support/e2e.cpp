@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -145,7 +146,10 @@ nlohmann::json Cluster::get_json(const std::vector<std::string>& args) const {
 }
 
 OperatorProcess::OperatorProcess(const Cluster& cluster, const std::vector<std::string>& args) {
-    log_path_ = cluster.workdir() / ("operator-" + std::to_string(getpid()) + ".log");
+    // A log of its own: several operators may run against one cluster at once (peering).
+    static std::atomic<int> started{0};
+    log_path_ = cluster.workdir() /
+                ("operator-" + std::to_string(getpid()) + "-" + std::to_string(++started) + ".log");
     start(cluster.kubeconfig(), args);
 }
 

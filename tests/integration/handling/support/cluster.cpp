@@ -237,10 +237,11 @@ void HandlingTest::remove(const std::string& name) {
     client_->call(client_->api->remove(kopfexamples(), "default", name));
 }
 
-json HandlingTest::request(const std::string& method, const std::string& path, const json& body) {
+json HandlingTest::request(const std::string& method, const std::string& path, const json& body,
+                           const std::string& content_type) {
     std::optional<json> payload;
     if (!body.is_null()) payload = body;
-    return client_->call(client_->api->request(method, path, payload));
+    return client_->call(client_->api->request(method, path, payload, content_type));
 }
 
 std::optional<json> HandlingTest::kopf_annotation(const std::string& name, const std::string& key) {

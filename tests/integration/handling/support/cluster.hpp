@@ -107,7 +107,8 @@ class HandlingTest : public ::testing::Test {
     json patch(const std::string& name, const json& merge_patch);
     void remove(const std::string& name);
     // Any API call ("POST", "/apis/...", body) as the cluster's admin; the JSON answer.
-    json request(const std::string& method, const std::string& path, const json& body = nullptr);
+    json request(const std::string& method, const std::string& path, const json& body = nullptr,
+                 const std::string& content_type = "application/json");
     // The directory of this test's files (the kubeconfig is kubeconfig.yaml in it).
     const std::filesystem::path& workdir() const { return dir_; }
 

@@ -1,0 +1,636 @@
+// Kopf's peering, and Kopf++'s active/standby replicas on a Lease, against the embedded API server:
+// the operator's entry in Kopf's format, its removal at the exit, pausing for a higher peer (a
+// Kopf++ operator or a Kopf one whose entry the test writes as Kopf would), the same priority
+// pausing all, expiry and cleaning, daemons stopped and respawned, mandatory and automatic peering
+// with the CRD or the object absent, the standalone and stealth modes. Lifetimes are shortened
+// (keep-alives every second). Leases: one holder handles, the standby takes over when it exits or
+// its lease expires, a leader whose lease is taken stops handling, bad lease settings stop the
+// start.
+#include <spdlog/sinks/base_sink.h>
+
+#include <mutex>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "core/actions/logging.hpp"
+#include "core/engines/leases.hpp"
+#include "structs/timestamps.hpp"
+#include "support/cluster.hpp"
+
+namespace kopf::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string PEERINGS = "/apis/kopf.dev/v1/namespaces/default/kopfpeerings";
+const std::string CLUSTER_PEERINGS = "/apis/kopf.dev/v1/clusterkopfpeerings";
+const std::string MERGE = "application/merge-patch+json";
+
+// The peering engine's log lines (all operators of the process), from the debug level on.
+class PeeringLog : public spdlog::sinks::base_sink<std::mutex> {
+  public:
+    bool contains(const std::string& text) const {
+        std::lock_guard lock(lines_mutex_);
+        for (const auto& line : lines_)
+            if (line.find(text) != std::string::npos) return true;
+        return false;
+    }
+    int count(const std::string& text) const {
+        std::lock_guard lock(lines_mutex_);
+        return static_cast<int>(std::count_if(lines_.begin(), lines_.end(), [&](const auto& line) {
+            return line.find(text) != std::string::npos;
+        }));
+    }
+    std::string text() const {
+        std::lock_guard lock(lines_mutex_);
+        std::string all;
+        for (const auto& line : lines_) all += line + "\n";
+        return all;
+    }
+
+  protected:
+    void sink_it_(const spdlog::details::log_msg& msg) override {
+        std::lock_guard lock(lines_mutex_);
+        lines_.emplace_back(msg.payload.data(), msg.payload.size());
+    }
+    void flush_() override {}
+
+  private:
+    mutable std::mutex lines_mutex_;
+    std::vector<std::string> lines_;
+};
+
+json crd(const std::string& kind, const std::string& plural, const std::string& scope) {
+    std::string singular = plural.substr(0, plural.size() - 1);
+    return {{"apiVersion", "apiextensions.k8s.io/v1"},
+            {"kind", "CustomResourceDefinition"},
+            {"metadata", {{"name", plural + ".kopf.dev"}}},
+            {"spec",
+             {{"scope", scope},
+              {"group", "kopf.dev"},
+              {"names", {{"kind", kind}, {"plural", plural}, {"singular", singular}}},
+              {"versions",
+               {{{"name", "v1"},
+                 {"served", true},
+                 {"storage", true},
+                 {"schema",
+                  {{"openAPIV3Schema",
+                    {{"type", "object"},
+                     {"properties",
+                      {{"status",
+                        {{"type", "object"},
+                         {"x-kubernetes-preserve-unknown-fields", true}}}}}}}}}}}}}}};
+}
+
+class Peering : public HandlingTest {
+  protected:
+    void SetUp() override {
+        HandlingTest::SetUp();
+        log = std::make_shared<PeeringLog>();
+        for (const char* name : {"kopf.engines.peering", "kopf.engines.leases"}) {
+            auto logger = runtime::logger(name);
+            loggers.emplace_back(logger, logger->level());
+            logger->set_level(spdlog::level::debug);
+            logger->sinks().push_back(log);
+        }
+    }
+    void TearDown() override {
+        HandlingTest::TearDown();
+        for (auto& [logger, level] : loggers) {
+            auto& sinks = logger->sinks();
+            sinks.erase(std::remove(sinks.begin(), sinks.end(), log), sinks.end());
+            logger->set_level(level);
+        }
+    }
+
+    // deploy/peering.yaml's CRDs and "default" objects (in the namespace "default").
+    void install_peering(bool with_objects = true) {
+        request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                crd("KopfPeering", "kopfpeerings", "Namespaced"));
+        request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                crd("ClusterKopfPeering", "clusterkopfpeerings", "Cluster"));
+        if (with_objects) {
+            create_peering("default");
+            create_cluster_peering("default");
+        }
+    }
+    void create_peering(const std::string& name) {
+        request("POST", PEERINGS,
+                {{"apiVersion", "kopf.dev/v1"},
+                 {"kind", "KopfPeering"},
+                 {"metadata", {{"name", name}, {"namespace", "default"}}}});
+    }
+    void create_cluster_peering(const std::string& name) {
+        request("POST", CLUSTER_PEERINGS,
+                {{"apiVersion", "kopf.dev/v1"},
+                 {"kind", "ClusterKopfPeering"},
+                 {"metadata", {{"name", name}}}});
+    }
+
+    json status(const std::string& path = PEERINGS + "/default") {
+        return request("GET", path).value("status", json::object());
+    }
+    // A peer's entry as Kopf writes it: merge-patched into the object itself.
+    void write_peer(const std::string& identity, long priority, long lifetime,
+                    std::chrono::system_clock::time_point lastseen,
+                    const std::string& path = PEERINGS + "/default") {
+        request("PATCH", path,
+                {{"status",
+                  {{identity,
+                    {{"priority", priority},
+                     {"lifetime", lifetime},
+                     {"lastseen", structs::format_iso8601(lastseen)}}}}}},
+                MERGE);
+    }
+    void remove_peer(const std::string& identity, const std::string& path = PEERINGS + "/default") {
+        request("PATCH", path, {{"status", {{identity, nullptr}}}}, MERGE);
+    }
+
+    // Settings with keep-alives every second and this operator's entry alive for 5 seconds.
+    static OperatorSettings peering_settings(int priority = 0) {
+        OperatorSettings settings = fast_settings();
+        settings.peering.priority = priority;
+        settings.peering.lifetime = 5;
+        return settings;
+    }
+    // An operator in "default" that peers (the tests' operators are standalone by default).
+    std::unique_ptr<OperatorThread> start_peering(Registry& registry,
+                                                  const OperatorSettings& settings,
+                                                  const std::string& identity,
+                                                  std::function<void(RunOptions&)> more = {}) {
+        return start_operator(registry, settings, [identity, more](RunOptions& options) {
+            options.standalone = false;
+            options.identity = identity;
+            if (more) more(options);
+        });
+    }
+
+    std::shared_ptr<PeeringLog> log;
+    std::vector<std::pair<std::shared_ptr<spdlog::logger>, spdlog::level::level_enum>> loggers;
+};
+
+// Records each handled value of spec.field with whether the operator said it paused and
+// resumed by then.
+void record_fields(Registry& registry, const std::shared_ptr<Calls>& calls,
+                   const std::shared_ptr<PeeringLog>& log, const std::string& id = "fields") {
+    on::event(registry, "kopfexamples", {.id = id}, [calls, log, id](Context& ctx) {
+        if (ctx.type == "DELETED") return;
+        calls->add(id, {{"field", ctx.spec.value("field", "")},
+                        {"paused", log->contains("Pausing operations")},
+                        {"resumed", log->contains("Resuming operations")}});
+    });
+}
+
+bool handled(const Calls& calls, const std::string& field, const std::string& id = "fields") {
+    for (const auto& call : calls.details(id))
+        if (call["field"] == field) return true;
+    return false;
+}
+
+TEST_F(Peering, TheOperatorAnnouncesItselfInKopfsFormatAndRemovesItsEntryOnExit) {
+    install_peering();
+    Registry registry;
+    on::create(registry, "kopfexamples", {.id = "noop"}, [](Context&) {});
+    auto settings = peering_settings(7);
+    settings.peering.lifetime = 30;
+    auto operator_ = start_peering(registry, settings, "kopfpp-a");
+
+    ASSERT_TRUE(eventually([&] { return status().contains("kopfpp-a"); })) << log->text();
+    const json entry = status()["kopfpp-a"];
+    EXPECT_EQ(entry["priority"], 7);
+    EXPECT_EQ(entry["lifetime"], 30);
+    ASSERT_TRUE(entry["lastseen"].is_string()) << entry;
+    EXPECT_TRUE(std::regex_match(entry["lastseen"].get<std::string>(),
+                                 std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00)")))
+        << entry;
+    EXPECT_TRUE(log->contains("Keep-alive in 'default' in 'default': ok.")) << log->text();
+    // Not in the cluster-wide peering: the operator serves a namespace.
+    EXPECT_FALSE(status(CLUSTER_PEERINGS + "/default").contains("kopfpp-a"));
+
+    EXPECT_EQ(operator_->stop(), "");
+    EXPECT_FALSE(status().contains("kopfpp-a")) << status();
+}
+
+TEST_F(Peering, AClusterWideOperatorUsesTheClusterKopfPeering) {
+    install_peering();
+    Registry registry;
+    on::create(registry, "kopfexamples", {.id = "noop"}, [](Context&) {});
+    auto operator_ =
+        start_peering(registry, peering_settings(), "kopfpp-cluster", [](RunOptions& options) {
+            options.namespaces.clear();
+            options.clusterwide = true;
+        });
+    ASSERT_TRUE(eventually(
+        [&] { return status(CLUSTER_PEERINGS + "/default").contains("kopfpp-cluster"); }));
+    EXPECT_FALSE(status().contains("kopfpp-cluster"));
+    EXPECT_EQ(operator_->stop(), "");
+    EXPECT_FALSE(status(CLUSTER_PEERINGS + "/default").contains("kopfpp-cluster"));
+}
+
+// The mixed peering: a Kopf operator's entry, written as Kopf writes it, pauses Kopf++; its
+// removal (Kopf's exit) resumes it; what changed meanwhile is handled after the resume only.
+TEST_F(Peering, AHigherKopfPeerPausesTheOperatorUntilItsEntryIsRemoved) {
+    install_peering();
+    Registry registry;
+    auto calls = std::make_shared<Calls>();
+    record_fields(registry, calls, log);
+    auto operator_ = start_peering(registry, peering_settings(0), "kopfpp-low");
+    create(example("kex-mixed", {{"field", "before"}}));
+    ASSERT_TRUE(eventually([&] { return handled(*calls, "before"); }));
+
+    const std::string kopf_id = "kopf@workstation/20261126050000/x7q";
+    write_peer(kopf_id, 100, 60, std::chrono::system_clock::now());
+    ASSERT_TRUE(eventually([&] {
+        return log->contains("Pausing operations in favour of [<Peer " + kopf_id);
+    })) << log->text();
+    patch("kex-mixed", {{"spec", {{"field", "during"}}}});
+    // Kopf's exit: its entry is removed; the operator resumes and sees the change then.
+    remove_peer(kopf_id);
+    ASSERT_TRUE(eventually([&] { return handled(*calls, "during"); })) << log->text();
+    for (const auto& call : calls->details("fields")) {
+        if (call["field"] == "during") EXPECT_TRUE(call["resumed"].get<bool>()) << call;
+    }
+    EXPECT_TRUE(log->contains(
+        "Resuming operations after the pause. Conflicting operators with the same priority are "
+        "gone."));
+}
+
+TEST_F(Peering, TheOperatorResumesWhenTheHigherPeerExpiresAndCleansItsEntry) {
+    install_peering();
+    Registry registry;
+    auto calls = std::make_shared<Calls>();
+    record_fields(registry, calls, log);
+    auto operator_ = start_peering(registry, peering_settings(0), "kopfpp-survivor");
+    ASSERT_TRUE(eventually([&] { return status().contains("kopfpp-survivor"); }));
+
+    // A peer that dies without a word: its entry stays until its lifetime passes.
+    write_peer("crashed-pod", 50, 3, std::chrono::system_clock::now());
+    ASSERT_TRUE(eventually([&] { return log->contains("Pausing operations in favour of"); }))
+        << log->text();
+    create(example("kex-expiry", {{"field", "while-paused"}}));
+    ASSERT_TRUE(eventually([&] { return handled(*calls, "while-paused"); }, 30s)) << log->text();
+    EXPECT_TRUE(calls->details("fields").front()["resumed"].get<bool>());
+    ASSERT_TRUE(eventually([&] { return !status().contains("crashed-pod"); })) << status();
+    EXPECT_TRUE(status().contains("kopfpp-survivor"));
+}
+
+TEST_F(Peering, LongDeadPeersAreCleanedAndPauseNothing) {
+    install_peering();
+    write_peer("long-gone", 1000, 60, std::chrono::system_clock::now() - 1h);
+    Registry registry;
+    auto calls = std::make_shared<Calls>();
+    record_fields(registry, calls, log);
+    auto operator_ = start_peering(registry, peering_settings(0), "kopfpp-cleaner");
+    ASSERT_TRUE(eventually([&] { return !status().contains("long-gone"); })) << status();
+    create(example("kex-clean", {{"field", "x"}}));
+    ASSERT_TRUE(eventually([&] { return handled(*calls, "x"); }));
+    EXPECT_FALSE(log->contains("Pausing operations")) << log->text();
+}
+
+TEST_F(Peering, OperatorsOfTheSamePriorityAllPauseWithAWarning) {
+    install_peering();
+    Registry registry_a, registry_b;
+    auto calls = std::make_shared<Calls>();
+    record_fields(registry_a, calls, log, "a");
+    record_fields(registry_b, calls, log, "b");
+    auto a = start_peering(registry_a, peering_settings(5), "kopfpp-twin-a");
+    auto b = start_peering(registry_b, peering_settings(5), "kopfpp-twin-b");
+    ASSERT_TRUE(eventually([&] {
+        return log->contains(
+                   "Possibly conflicting operators with the same priority: [<Peer "
+                   "kopfpp-twin-b:") &&
+               log->contains(
+                   "Possibly conflicting operators with the same priority: [<Peer kopfpp-twin-a:");
+    })) << log->text();
+    EXPECT_TRUE(log->contains("Pausing all operators, including self: [")) << log->text();
+    create(example("kex-twins", {{"field", "nobody"}}));
+    // One of them leaves: the other resumes and handles what came meanwhile.
+    EXPECT_EQ(b->stop(), "");
+    ASSERT_TRUE(eventually([&] { return handled(*calls, "nobody", "a"); })) << log->text();
+    EXPECT_TRUE(calls->details("a").back()["resumed"].get<bool>());
+}
+
+TEST_F(Peering, TheHigherOperatorHandlesAloneAndTheLowerTakesOverWhenItExits) {
+    install_peering();
+    Registry registry_low, registry_high;
+    auto calls = std::make_shared<Calls>();
+    for (auto* registry : {&registry_low, &registry_high}) {
+        const std::string who = registry == &registry_low ? "low" : "high";
+        on::create(*registry, "kopfexamples", {.id = "create_fn"},
+                   [calls, who](Context& ctx) { calls->add(who, ctx.name); });
+    }
+    auto high = start_peering(registry_high, peering_settings(10), "kopfpp-high");
+    auto low = start_peering(registry_low, peering_settings(1), "kopfpp-low");
+    ASSERT_TRUE(eventually([&] {
+        return log->contains("Pausing operations in favour of [<Peer kopfpp-high:");
+    })) << log->text();
+
+    create(example("kex-first", {{"field", 1}}));
+    ASSERT_TRUE(eventually([&] { return calls->count("high") == 1; }));
+    EXPECT_EQ(high->stop(), "");  // its entry goes: the lower one resumes at once
+    create(example("kex-second", {{"field", 2}}));
+    ASSERT_TRUE(eventually([&] { return calls->count("low") == 1; })) << log->text();
+    EXPECT_EQ(calls->details("low"), std::vector<json>{"kex-second"});
+    EXPECT_EQ(calls->details("high"), std::vector<json>{"kex-first"});
+}
+
+TEST_F(Peering, DaemonsAndTimersStopWhilePausedAndRespawnOnResume) {
+    install_peering();
+    Registry registry;
+    auto calls = std::make_shared<Calls>();
+    on::daemon(registry, "kopfexamples", {.id = "monitor"}, [calls](Context& ctx) {
+        calls->add("daemon-started");
+        while (!ctx.stopped) ctx.stopped.wait(0.05);
+        calls->add("daemon-stopped", to_string(ctx.stopped.reason()));
+    });
+    on::timer(registry, "kopfexamples", {.id = "ticker", .interval = 0.1},
+              [calls](Context&) { calls->add("tick"); });
+    auto operator_ = start_peering(registry, peering_settings(0), "kopfpp-daemons");
+    create(example("kex-daemons", {{"field", 1}}));
+    ASSERT_TRUE(eventually(
+        [&] { return calls->count("daemon-started") == 1 && calls->count("tick") > 0; }));
+
+    write_peer("kopf-dev", 666, 60, std::chrono::system_clock::now());
+    ASSERT_TRUE(eventually([&] { return calls->count("daemon-stopped") == 1; })) << log->text();
+    EXPECT_NE(calls->details("daemon-stopped")[0].get<std::string>().find("OPERATOR_PAUSING"),
+              std::string::npos)
+        << calls->details("daemon-stopped")[0];
+
+    remove_peer("kopf-dev");
+    ASSERT_TRUE(eventually([&] { return calls->count("daemon-started") == 2; })) << log->text();
+    const int ticks = calls->count("tick");
+    ASSERT_TRUE(eventually([&] { return calls->count("tick") > ticks; }));
+}
+
+TEST_F(Peering, WithoutTheCrdTheOperatorWarnsAndRunsStandalone) {
+    Registry registry;
+    auto calls = std::make_shared<Calls>();
+    record_fields(registry, calls, log);
+    auto operator_ = start_peering(registry, peering_settings(), "kopfpp-auto");
+    create(example("kex-auto", {{"field", "handled"}}));
+    ASSERT_TRUE(eventually([&] { return handled(*calls, "handled"); }));
+    EXPECT_TRUE(
+        log->contains("The peering CRD kopfpeerings.kopf.dev is absent: running in the "
+                      "standalone mode"))
+        << log->text();
+}
+
+TEST_F(Peering, WithoutItsObjectTheAutomaticPeeringRunsStandalone) {
+    install_peering(/*with_objects=*/false);
+    Registry registry;
+    auto calls = std::make_shared<Calls>();
+    record_fields(registry, calls, log);
+    auto operator_ = start_peering(registry, peering_settings(), "kopfpp-auto");
+    create(example("kex-auto", {{"field", "handled"}}));
+    ASSERT_TRUE(eventually([&] { return handled(*calls, "handled"); }));
+    EXPECT_TRUE(
+        log->contains("The peering 'default' in 'default' does not exist: running in the "
+                      "standalone mode"))
+        << log->text();
+}
+
+// --peering NAME: the peering is mandatory; the operator waits for its CRD and its object.
+TEST_F(Peering, AMandatoryPeeringPausesUntilItsCrdAndObjectAppear) {
+    Registry registry;
+    auto calls = std::make_shared<Calls>();
+    record_fields(registry, calls, log);
+    auto operator_ = start_peering(registry, peering_settings(), "kopfpp-mandatory",
+                                   [](RunOptions& options) { options.peering_name = "example"; });
+    ASSERT_TRUE(eventually([&] {
+        return log->contains(
+            "The mandatory peering 'example' cannot be used: the cluster has no "
+            "KopfPeering CRD");
+    })) << log->text();
+    create(example("kex-waiting", {{"field", "waited"}}));
+
+    install_peering(/*with_objects=*/false);
+    ASSERT_TRUE(eventually([&] {
+        return log->contains("The mandatory peering 'example' in 'default' does not exist");
+    })) << log->text();
+    create_peering("example");
+    ASSERT_TRUE(eventually([&] { return handled(*calls, "waited"); })) << log->text();
+    EXPECT_TRUE(calls->details("fields").front()["resumed"].get<bool>());
+    ASSERT_TRUE(
+        eventually([&] { return status(PEERINGS + "/example").contains("kopfpp-mandatory"); }));
+}
+
+TEST_F(Peering, AStandaloneOperatorNeitherAnnouncesItselfNorPauses) {
+    install_peering();
+    write_peer("kopf-dev", 666, 60, std::chrono::system_clock::now());
+    Registry registry;
+    auto calls = std::make_shared<Calls>();
+    record_fields(registry, calls, log);
+    auto operator_ = start_peering(registry, peering_settings(), "kopfpp-alone",
+                                   [](RunOptions& options) { options.standalone = true; });
+    create(example("kex-alone", {{"field", "handled"}}));
+    ASSERT_TRUE(eventually([&] { return handled(*calls, "handled"); }));
+    EXPECT_FALSE(status().contains("kopfpp-alone"));
+    EXPECT_EQ(log->text(), "");  // not a line: no peering at all
+}
+
+TEST_F(Peering, StealthKeepAlivesAreNotLogged) {
+    install_peering();
+    Registry registry;
+    on::create(registry, "kopfexamples", {.id = "noop"}, [](Context&) {});
+    auto settings = peering_settings();
+    settings.peering.stealth = true;
+    auto operator_ = start_peering(registry, settings, "kopfpp-stealth");
+    ASSERT_TRUE(eventually([&] { return status().contains("kopfpp-stealth"); }));
+    // A second keep-alive has been sent (lastseen moves on) without a line.
+    const auto first = status()["kopfpp-stealth"]["lastseen"];
+    ASSERT_TRUE(eventually([&] { return status()["kopfpp-stealth"]["lastseen"] != first; }));
+    EXPECT_FALSE(log->contains("Keep-alive")) << log->text();
+}
+
+// ---- active/standby replicas on a Lease (settings.leasing) -------------------------------------
+
+const std::string LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+
+class Leases : public Peering {
+  protected:
+    // A 2-second lease, renewed every 0.2 s; the leader gives up after 1.2 s without renewals.
+    static OperatorSettings lease_settings() {
+        OperatorSettings settings = fast_settings();
+        settings.leasing.lease_duration = 2;
+        settings.leasing.renew_deadline = 1.2;
+        settings.leasing.retry_period = 0.2;
+        return settings;
+    }
+    std::unique_ptr<OperatorThread> start_replica(
+        Registry& registry, const std::string& identity,
+        const OperatorSettings& settings = lease_settings()) {
+        return start_operator(registry, settings, [identity](RunOptions& options) {
+            options.lease = "kopfexample-operator";
+            options.identity = identity;
+        });
+    }
+    json lease() { return request("GET", LEASES + "/kopfexample-operator"); }
+    std::string holder() {
+        try {
+            return lease()["spec"].value("holderIdentity", "");
+        } catch (const std::exception&) {
+            return "";
+        }
+    }
+};
+
+// Each replica's on.create handler, recording which replica handled which object.
+void record_creations(Registry& registry, const std::shared_ptr<Calls>& calls,
+                      const std::string& replica) {
+    on::create(registry, "kopfexamples", {.id = "create_fn"},
+               [calls, replica](Context& ctx) { calls->add(replica, ctx.name); });
+}
+
+TEST_F(Leases, OnlyTheHolderHandlesAndTheLeaseIsWrittenAsClientGoWritesIt) {
+    Registry registry_a, registry_b;
+    auto calls = std::make_shared<Calls>();
+    record_creations(registry_a, calls, "a");
+    record_creations(registry_b, calls, "b");
+    auto a = start_replica(registry_a, "replica-a");
+    ASSERT_TRUE(eventually([&] { return holder() == "replica-a"; })) << log->text();
+    auto b = start_replica(registry_b, "replica-b");
+    ASSERT_TRUE(eventually([&] { return log->contains("as 'replica-b'"); }));
+
+    create(example("kex-leader", {{"field", 1}}));
+    ASSERT_TRUE(eventually([&] { return calls->count("a") == 1; }));
+    const json spec = lease()["spec"];
+    EXPECT_EQ(spec["holderIdentity"], "replica-a");
+    EXPECT_EQ(spec["leaseDurationSeconds"], 2);
+    EXPECT_EQ(spec["leaseTransitions"], 0);
+    const std::regex micro_time(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)");
+    EXPECT_TRUE(std::regex_match(spec["acquireTime"].get<std::string>(), micro_time)) << spec;
+    EXPECT_TRUE(std::regex_match(spec["renewTime"].get<std::string>(), micro_time)) << spec;
+    EXPECT_EQ(calls->count("b"), 0);
+    EXPECT_EQ(holder(), "replica-a");  // renewed all along: the standby never took it
+}
+
+TEST_F(Leases, TheStandbyTakesOverAtOnceWhenTheLeaderExits) {
+    Registry registry_a, registry_b;
+    auto calls = std::make_shared<Calls>();
+    record_creations(registry_a, calls, "a");
+    record_creations(registry_b, calls, "b");
+    auto a = start_replica(registry_a, "replica-a");
+    ASSERT_TRUE(eventually([&] { return holder() == "replica-a"; }));
+    auto b = start_replica(registry_b, "replica-b");
+    create(example("kex-before", {{"field", 1}}));
+    ASSERT_TRUE(eventually([&] { return calls->count("a") == 1; }));
+
+    const auto exiting = std::chrono::steady_clock::now();
+    EXPECT_EQ(a->stop(), "");
+    EXPECT_TRUE(log->contains("Released the lease default/kopfexample-operator."));
+    create(example("kex-after", {{"field", 2}}));
+    ASSERT_TRUE(eventually([&] { return calls->count("b") == 1; })) << log->text();
+    RecordProperty("takeover_ms",
+                   static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::steady_clock::now() - exiting)
+                                        .count()));
+    EXPECT_EQ(calls->details("b"), std::vector<json>{"kex-after"});  // no success repeated
+    EXPECT_EQ(holder(), "replica-b");
+    EXPECT_EQ(lease()["spec"]["leaseTransitions"], 1);
+}
+
+TEST_F(Leases, AStandbyTakesTheLeaseOfACrashedReplicaWhenItExpires) {
+    // A replica killed without a word: its lease stays until its duration passes.
+    const auto now = std::chrono::system_clock::now();
+    request("POST", LEASES,
+            {{"apiVersion", "coordination.k8s.io/v1"},
+             {"kind", "Lease"},
+             {"metadata", {{"name", "kopfexample-operator"}, {"namespace", "default"}}},
+             {"spec",
+              {{"holderIdentity", "crashed-replica"},
+               {"leaseDurationSeconds", 2},
+               {"leaseTransitions", 4},
+               {"acquireTime", engines::format_micro_time(now)},
+               {"renewTime", engines::format_micro_time(now)}}}});
+    Registry registry;
+    auto calls = std::make_shared<Calls>();
+    record_fields(registry, calls, log);
+    auto standby = start_replica(registry, "replica-b");
+    create(example("kex-orphaned", {{"field", "waited"}}));
+    ASSERT_TRUE(eventually([&] { return handled(*calls, "waited"); }, 30s)) << log->text();
+    EXPECT_EQ(holder(), "replica-b");
+    EXPECT_EQ(lease()["spec"]["leaseTransitions"], 5);
+    EXPECT_TRUE(log->contains("Acquired the lease default/kopfexample-operator (transitions: 5)"))
+        << log->text();
+}
+
+TEST_F(Leases, ALeaderWhoseLeaseIsTakenStopsHandlingUntilItHoldsItAgain) {
+    Registry registry;
+    auto calls = std::make_shared<Calls>();
+    // Each handled value with how many times the replica had acquired the lease by then.
+    on::event(registry, "kopfexamples", {.id = "fields"}, [calls, log = log](Context& ctx) {
+        if (ctx.type == "DELETED") return;
+        calls->add("fields", {{"field", ctx.spec.value("field", "")},
+                              {"acquired", log->count("Acquired the lease")}});
+    });
+    auto leader = start_replica(registry, "replica-a");
+    ASSERT_TRUE(eventually([&] { return holder() == "replica-a"; }));
+    create(example("kex-taken", {{"field", "led"}}));
+    ASSERT_TRUE(eventually([&] { return handled(*calls, "led"); }));
+
+    // Another holder with a long lease, as after a partition healed on the other side.
+    json taken = lease();
+    taken["spec"]["holderIdentity"] = "intruder";
+    taken["spec"]["leaseDurationSeconds"] = 3600;
+    taken["spec"]["renewTime"] = engines::format_micro_time(std::chrono::system_clock::now());
+    request("PUT", LEASES + "/kopfexample-operator", taken);
+    ASSERT_TRUE(eventually([&] {
+        return log->contains(
+            "Lost the lease default/kopfexample-operator: it is held by 'intruder'. Standing by.");
+    })) << log->text();
+    patch("kex-taken", {{"spec", {{"field", "while-standing-by"}}}});
+    // The intruder leaves: the replica takes the lease again and handles what changed then.
+    json released = lease();
+    released["spec"]["holderIdentity"] = "";
+    request("PUT", LEASES + "/kopfexample-operator", released);
+    ASSERT_TRUE(eventually([&] { return handled(*calls, "while-standing-by"); })) << log->text();
+    EXPECT_EQ(holder(), "replica-a");
+    for (const auto& call : calls->details("fields")) {
+        if (call["field"] == "while-standing-by") EXPECT_EQ(call["acquired"], 2) << call;
+    }
+}
+
+// A partition: every request of every replica takes longer than the lease. The leader stops
+// handling at its renew deadline, before its lease (longer) can expire and be taken.
+TEST_F(Leases, APartitionedLeaderStopsHandlingBeforeAnotherCanTakeOver) {
+    Registry registry_a, registry_b;
+    auto calls = std::make_shared<Calls>();
+    record_creations(registry_a, calls, "a");
+    record_creations(registry_b, calls, "b");
+    auto a = start_replica(registry_a, "replica-a");
+    ASSERT_TRUE(eventually([&] { return holder() == "replica-a"; }));
+    auto b = start_replica(registry_b, "replica-b");
+    ASSERT_TRUE(eventually([&] { return log->contains("as 'replica-b'"); }));
+
+    server->delay_responses(2500ms);
+    const std::string lost =
+        "Lost the lease default/kopfexample-operator: it is not renewed within the renew deadline "
+        "(1.2s). Standing by.";
+    ASSERT_TRUE(eventually([&] { return log->contains(lost); })) << log->text();
+    server->delay_responses(0ms);
+    // Someone leads again (either replica) — only after the leader had stopped.
+    ASSERT_TRUE(eventually([&] { return log->count("Acquired the lease") == 2; })) << log->text();
+    const std::string text = log->text();
+    const auto second_acquisition =
+        text.find("Acquired the lease", text.find("Acquired the lease") + 1);
+    EXPECT_LT(text.find(lost), second_acquisition) << text;
+    create(example("kex-healed", {{"field", 1}}));
+    ASSERT_TRUE(eventually([&] { return calls->count("a") + calls->count("b") == 1; }));
+}
+
+TEST_F(Leases, InconsistentLeaseSettingsStopTheStart) {
+    Registry registry;
+    on::create(registry, "kopfexamples", {.id = "noop"}, [](Context&) {});
+    auto settings = lease_settings();
+    settings.leasing.name = "kopfexample-operator";
+    settings.leasing.renew_deadline = 5;  // longer than the lease: a standby could take over first
+    const std::string failure = run_until_it_fails(registry, settings);
+    EXPECT_NE(failure.find("settings.leasing needs a lease name and a namespace, and "
+                           "lease_duration (2s) > renew_deadline (5s) > retry_period (0.2s) > 0."),
+              std::string::npos)
+        << failure;
+}
+
+}  // namespace
+}  // namespace kopf::testing
