@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <kopf/kopf.hpp>
 #include <set>
 #include <thread>
@@ -237,6 +238,7 @@ TEST(Indexing, ReadersOnOtherThreadsSeeWholeSnapshotsWhileTheIndexChanges) {
     const Index index = bed.engine.indices().get("by_ns");
     std::atomic<bool> done{false};
     std::atomic<long> seen{0};
+    std::atomic<long> passes{0};
     std::vector<std::thread> readers;
     for (int t = 0; t < 2; ++t) {
         readers.emplace_back([&] {
@@ -245,6 +247,7 @@ TEST(Indexing, ReadersOnOtherThreadsSeeWholeSnapshotsWhileTheIndexChanges) {
                     for (const json& value : store) seen += value.contains("containers") ? 1 : 0;
                 }
                 seen += static_cast<long>(index.get("ns-3").size());
+                ++passes;
             }
         });
     }
@@ -255,6 +258,11 @@ TEST(Indexing, ReadersOnOtherThreadsSeeWholeSnapshotsWhileTheIndexChanges) {
             bed.event(round % 7 == 6 ? "DELETED" : "MODIFIED", pod(ns, name));
         }
     }
+    // On a loaded machine the readers may not have been scheduled while the index changed: let
+    // them read the final index too (at most 10 s) before they stop.
+    const long before = passes.load();
+    for (int waited = 0; passes.load() < before + 2 && waited < 10000; ++waited)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     done = true;
     for (auto& reader : readers) reader.join();
     EXPECT_GT(seen.load(), 0);
