@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -63,8 +64,13 @@ TEST_F(PeeringExample, RunsAsKopfsEndToEndTestRunsIt) {
         << op->log();
     EXPECT_EQ(successes(*op), (std::map<std::string, int>{{"create_fn", 1}})) << op->log();
     EXPECT_TRUE(final_failures(*op).empty()) << op->log();
-    // --standalone: no peering at all, not even a warning about its absence.
-    EXPECT_EQ(op->log().find("peering"), std::string::npos) << op->log();
+    // --standalone: no peering at all, not even a warning about its absence. (The line about
+    // compiling the example names its folder, 06-peering, when the plugin is not cached yet.)
+    std::istringstream lines(op->log());
+    for (std::string line; std::getline(lines, line);) {
+        if (line.find("kopf.plugins") != std::string::npos) continue;
+        EXPECT_EQ(line.find("peering"), std::string::npos) << line;
+    }
 }
 
 TEST_F(PeeringExample, TheDevOperatorPausesTheOtherAndHandlesAlone) {
