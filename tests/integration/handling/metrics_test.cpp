@@ -2,7 +2,9 @@
 // are handled (handler outcomes and retries, watch events, workers, API requests), the output
 // passes `promtool check metrics`, a real Prometheus server scrapes it, and bad endpoints are
 // refused at the start with the option named.
+#include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -342,23 +344,23 @@ TEST_F(Metrics, BadEndpointsAreRefusedAtTheStartNamingTheOption) {
     EXPECT_NE(failure.find("Cannot serve the --metrics endpoint"), std::string::npos) << failure;
 }
 
-// A child process (the Prometheus server), killed and reaped when the test ends.
+// A child process (the Prometheus server), killed and reaped when the test ends. Started with
+// posix_spawn: after a fork of this multi-threaded process, the child may not allocate before
+// its exec (a lock of the allocator held by another thread at the fork would never be released;
+// under ASan this hung the child before Prometheus ever started).
 class Child {
   public:
     explicit Child(const std::vector<std::string>& argv, const std::filesystem::path& log) {
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            std::FILE* out = std::fopen(log.c_str(), "w");
-            if (out) {
-                ::dup2(::fileno(out), 1);
-                ::dup2(::fileno(out), 2);
-            }
-            std::vector<char*> args;
-            for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-            args.push_back(nullptr);
-            ::execv(args[0], args.data());
-            ::_exit(127);
-        }
+        std::vector<char*> args;
+        for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+        args.push_back(nullptr);
+        posix_spawn_file_actions_t actions;
+        ::posix_spawn_file_actions_init(&actions);
+        ::posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                           0644);
+        ::posix_spawn_file_actions_adddup2(&actions, 1, 2);
+        if (::posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ) != 0) pid_ = -1;
+        ::posix_spawn_file_actions_destroy(&actions);
     }
     ~Child() {
         if (pid_ <= 0) return;
