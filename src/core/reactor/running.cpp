@@ -55,6 +55,14 @@ struct StopBridge {
     std::function<void()> request;
 };
 
+// Drives the loop from this thread until what runs on it sets `done`.
+void run_until(asio::io_context& io, const bool& done) {
+    while (!done) {
+        io.restart();
+        io.run_one();
+    }
+}
+
 // Runs the loop while `busy()` holds (at most `limit`, none if not given); a loop with nothing
 // to do is not spun: the work it waits for may be on other threads.
 void run_loop_while(asio::io_context& io, const std::function<bool()>& busy,
@@ -182,10 +190,7 @@ std::vector<Resource> discover_webhook_resources(asio::io_context& io, ResourceS
                        found = std::move(result);
                        done = true;
                    });
-    while (!done) {
-        io.restart();
-        io.run_one();
-    }
+    run_until(io, done);
     if (error) {
         logger("kopf.reactor.running")
             ->warn("The resources of the admission handlers are not discovered: {}",
@@ -222,10 +227,7 @@ ClusterFacts cluster_facts(asio::io_context& io, ResourceServing& serving, std::
     bool done = false;
     asio::co_spawn(io, read_cluster_facts(serving.api(), facts),
                    [&done](const std::exception_ptr&) { done = true; });
-    while (!done) {
-        io.restart();
-        io.run_one();
-    }
+    run_until(io, done);
     return facts;
 }
 
@@ -482,17 +484,11 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         // Only the persistent handlers' webhooks stay (while the API client still works).
         bool cleaned = false;
         configurations->clean_up([&cleaned] { cleaned = true; });
-        while (!cleaned) {
-            io.restart();
-            io.run_one();
-        }
+        run_until(io, cleaned);
     }
     bool served_out = false;
     serving.stop([&] { served_out = true; });
-    while (!served_out) {
-        io.restart();
-        io.run_one();
-    }
+    run_until(io, served_out);
     if (failure)
         clean_up_after_failure(&serving.client());
     else
