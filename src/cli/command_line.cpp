@@ -13,6 +13,7 @@
 
 #include "cli/peering_commands.hpp"
 #include "cli/plugins.hpp"
+#include "cli/rbac.hpp"
 #include "core/actions/logging.hpp"
 #include "core/engines/daemons.hpp"
 #include "core/reactor/namespaces.hpp"
@@ -193,6 +194,39 @@ int main(int argc, char** argv, const std::vector<ExtraCommand>& extra_commands)
         ->required();
     freeze_app->add_option("-m,--message", freeze.message, "Why (shown in the log line)");
 
+    // Least-privilege RBAC for an operator, derived from its handlers and run options.
+    RbacOptions rbac;
+    std::vector<std::string> rbac_paths;
+    auto* rbac_app = app.add_subcommand(
+        "rbac", "Print the ServiceAccount, roles and bindings the operator(s) in FILE need.");
+    rbac_app->add_option("paths", rbac_paths, "C++ files to compile and load, or shared objects")
+        ->type_name("FILE.cpp|LIB.so");
+    rbac_app
+        ->add_option("-n,--namespace", rbac.namespaces,
+                     "As for kopf run: the namespaces served (repeatable; globs, !exclusions)")
+        ->allow_extra_args(false);
+    rbac_app->add_flag("-A,--all-namespaces", rbac.all_namespaces,
+                       "As for kopf run: the whole cluster");
+    rbac_app
+        ->add_option("--crd", rbac.crd_files,
+                     "A YAML file with the operator's CustomResourceDefinitions, to resolve "
+                     "the handlers' resources (repeatable)")
+        ->allow_extra_args(false);
+    rbac_app->add_flag("--standalone", rbac.standalone,
+                       "As for kopf run: no peering, so no peering resources");
+    rbac_app->add_option("--lease", rbac.lease, "As for kopf run: the Lease competed for");
+    rbac_app->add_option("--lease-namespace", rbac.lease_namespace,
+                         "The namespace of the --lease Lease (default: default)");
+    rbac_app->add_option("--name", rbac.name, "The name of the ServiceAccount, roles and bindings")
+        ->capture_default_str();
+    rbac_app->add_option("--service-account-namespace", rbac.service_account_namespace,
+                         "The ServiceAccount's namespace (default: the first -n, else default)");
+    rbac_app
+        ->add_option("--rule", rbac.extra_rules,
+                     "A rule for the handlers' own API calls: GROUP/RESOURCE=VERB,VERB "
+                     "(repeatable; core group: /configmaps=get)")
+        ->allow_extra_args(false);
+
     app.add_subcommand("version", "Print the Kopf++ version.");
     // Listed for --help only: they are dispatched above, before parsing.
     for (const auto& command : extra_commands) {
@@ -220,6 +254,7 @@ int main(int argc, char** argv, const std::vector<ExtraCommand>& extra_commands)
     }
     if (app.got_subcommand(run_app)) return run_command(run);
     if (app.got_subcommand(freeze_app)) return peering_command(freeze);
+    if (app.got_subcommand(rbac_app)) return rbac_command(rbac_paths, rbac);
     if (app.got_subcommand(resume_app)) return peering_command(resume);
     std::fputs(app.help().c_str(), stderr);
     return 2;

@@ -255,7 +255,14 @@ Awaitable<HttpResponse> ApiClient::Impl::send(HttpRequest request) {
                                                 : retry_after_from_body(response->body);
             pause = backoff.next(retry_after, settings.enforce_retry_after);
             if (!pause) throw_api_error(response->status, response->body, what(), retry_after);
-            failure = fmt::format("HTTP {}", response->status);
+            // The server's words say which permission or limit it was (e.g. a missing RBAC rule).
+            const auto status = json::parse(response->body, nullptr, false);
+            const std::string message =
+                status.is_object() && status.contains("message") && status["message"].is_string()
+                    ? status["message"].get<std::string>()
+                    : std::string();
+            failure = message.empty() ? fmt::format("HTTP {}", response->status)
+                                      : fmt::format("HTTP {}: {}", response->status, message);
         } else {
             throw_api_error(response->status, response->body, what(), response->retry_after);
         }

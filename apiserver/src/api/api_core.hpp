@@ -21,6 +21,7 @@ struct CoreOptions {
     std::size_t history_bytes = 256 * 1024 * 1024;  // and their objects' serialised size at most
     std::string server_address = "127.0.0.1:0";     // for serverAddressByClientCIDRs
     std::shared_ptr<AdmissionTransport> admission;  // calls webhooks; null: webhooks fail
+    bool rbac = false;  // authorize requests with Roles and bindings (--authorization-mode=RBAC)
 };
 
 class ApiCore {

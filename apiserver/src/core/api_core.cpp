@@ -1,8 +1,11 @@
 // ApiCore: a thin shell over the Engine, plus request routing (paths -> verbs).
 #include "api/api_core.hpp"
 
+#include <cctype>
+
 #include "core/engine.hpp"
 #include "core/persistence.hpp"
+#include "core/rbac.hpp"
 
 namespace kopf::apiserver {
 
@@ -67,6 +70,7 @@ void Engine::start() {
                         {"status", {{"phase", "Active"}}}};
             commit_write(*namespaces, std::move(obj), nullptr);
         }
+        if (options_.rbac) bootstrap_rbac();
         // In memory, history starts with the first write; restored state has no history.
         oldest_available_rv_ = options_.data_dir.empty() ? 0 : rv_;
         run_controllers();
@@ -139,6 +143,24 @@ std::vector<std::string> split_path(const std::string& path) {
     return seg;
 }
 
+// The verb kube-apiserver's authorizers see for a request on a resource.
+std::string kube_verb(const HttpRequest& request, bool named, bool watch_prefix) {
+    const std::string& m = request.method;
+    if (m == "GET" || m == "HEAD") {
+        auto it = request.query.find("watch");
+        const bool watch = watch_prefix || (it != request.query.end() && it->second != "false" &&
+                                            it->second != "0");
+        return watch ? "watch" : named ? "get" : "list";
+    }
+    if (m == "POST") return "create";
+    if (m == "PUT") return "update";
+    if (m == "PATCH") return "patch";
+    if (m == "DELETE") return named ? "delete" : "deletecollection";
+    std::string verb = m;
+    for (char& c : verb) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return verb;
+}
+
 HttpResponse text(const std::string& body) {
     HttpResponse r;
     r.content_type = "text/plain; charset=utf-8";
@@ -151,6 +173,7 @@ HttpResponse text(const std::string& body) {
 HttpResponse Engine::route(const HttpRequest& request) {
     const std::string& p = request.path;
     if (p == "/version" || p == "/version/") {
+        authorize_path(request);
         HttpResponse r;
         r.body = json{{"major", "1"},
                       {"minor", "32"},
@@ -169,9 +192,14 @@ HttpResponse Engine::route(const HttpRequest& request) {
         return r;
     }
     if (p == "/healthz" || p == "/livez" || p == "/readyz" || p.rfind("/healthz/", 0) == 0 ||
-        p.rfind("/livez/", 0) == 0 || p.rfind("/readyz/", 0) == 0)
+        p.rfind("/livez/", 0) == 0 || p.rfind("/readyz/", 0) == 0) {
+        authorize_path(request);
         return text("ok");
+    }
     auto seg = split_path(p);
+    if (seg.empty() || (seg[0] != "api" && seg[0] != "apis") ||
+        seg.size() <= (seg[0] == "api" ? 2U : 3U))
+        authorize_path(request);
     if (seg.empty()) throw page_not_found();
     const std::string& accept = request.accept;
     if (!accept.empty() && accept.find("json") == std::string::npos &&
@@ -231,6 +259,20 @@ HttpResponse Engine::resource_request(const HttpRequest& request,
 
     std::unique_lock lock(mu_);
     retired_.clear();  // no request holds references into the store any more
+    if (options_.rbac) {
+        // Decided before the resource is looked up, as kube-apiserver does: a user without
+        // access learns nothing about what exists.
+        RequestAttributes attributes;
+        attributes.resource_request = true;
+        attributes.verb = kube_verb(request, !rq.name.empty(), watch_prefix);
+        attributes.group = group;
+        attributes.resource = plural;
+        attributes.subresource = rq.sub;
+        attributes.name = rq.name;
+        // A namespace is its own namespace, so a RoleBinding there may grant reading it.
+        attributes.ns = !namespaced_path && plural == "namespaces" ? rq.name : rq.ns;
+        authorize_locked(request, attributes);
+    }
     rq.res = find_endpoint(group, version, plural);
     if (!rq.res) throw page_not_found();
     const Resource& res = *rq.res;
@@ -330,6 +372,64 @@ HttpResponse Engine::resource_request(const HttpRequest& request,
         response = do_delete_collection(rq, lock);
     if (controllers_dirty_) run_controllers();
     return response;
+}
+
+void Engine::authorize_path(const HttpRequest& request) {
+    if (!options_.rbac) return;
+    RequestAttributes attributes;
+    attributes.verb = request.method;
+    for (char& c : attributes.verb)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    attributes.path = request.path;
+    std::unique_lock lock(mu_);
+    authorize_locked(request, attributes);
+}
+
+void Engine::authorize_locked(const HttpRequest& request, const RequestAttributes& attributes) {
+    auto stored = [this](const char* plural, const std::string& key) -> const json* {
+        auto s = store_.find(std::string("rbac.authorization.k8s.io/") + plural);
+        if (s == store_.end()) return nullptr;
+        auto it = s->second.find(key);
+        return it == s->second.end() ? nullptr : it->second.get();
+    };
+    RbacObjects objects;
+    if (auto s = store_.find("rbac.authorization.k8s.io/clusterrolebindings"); s != store_.end())
+        for (const auto& [key, object] : s->second)
+            objects.cluster_role_bindings.push_back(object.get());
+    if (auto s = store_.find("rbac.authorization.k8s.io/rolebindings");
+        s != store_.end() && !attributes.ns.empty()) {
+        const std::string prefix = attributes.ns + "/";
+        for (auto it = s->second.lower_bound(prefix);
+             it != s->second.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+            objects.role_bindings.push_back(it->second.get());
+    }
+    objects.role = [&](const std::string& ns, const std::string& name) {
+        return stored("roles", ns + "/" + name);
+    };
+    objects.cluster_role = [&](const std::string& name) { return stored("clusterroles", name); };
+    if (rbac_allows(request.user, attributes, objects)) return;
+    json details = nullptr;
+    if (attributes.resource_request) {
+        details = {{"group", attributes.group}, {"kind", attributes.resource}};
+        if (!attributes.name.empty()) details["name"] = attributes.name;
+    }
+    throw api_error(403, "Forbidden", forbidden_message(request.user, attributes),
+                    std::move(details));
+}
+
+void Engine::bootstrap_rbac() {
+    auto bootstrap = [this](const char* plural, std::vector<json> objects) {
+        auto* res = find_endpoint("rbac.authorization.k8s.io", "v1", plural).get();
+        for (auto& object : objects) {
+            const std::string name = object["metadata"]["name"];
+            if (find_object(*res, "", name)) continue;  // kept as restored or as changed
+            object["metadata"]["uid"] = new_uid();
+            object["metadata"]["creationTimestamp"] = now_rfc3339();
+            commit_write(*res, std::move(object), nullptr);
+        }
+    };
+    bootstrap("clusterroles", bootstrap_cluster_roles());
+    bootstrap("clusterrolebindings", bootstrap_cluster_role_bindings());
 }
 
 void Engine::drop_watches() {

@@ -97,6 +97,12 @@ std::vector<ResourcePtr> builtin_resources() {
         out.push_back(r);
     }
 
+    for (auto [plural, kind, namespaced] :
+         {std::tuple{"roles", "Role", true}, std::tuple{"rolebindings", "RoleBinding", true},
+          std::tuple{"clusterroles", "ClusterRole", false},
+          std::tuple{"clusterrolebindings", "ClusterRoleBinding", false}})
+        out.push_back(builtin("rbac.authorization.k8s.io", "v1", plural, kind, namespaced));
+
     auto crds =
         builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                 "CustomResourceDefinition", false, {"crd", "crds"}, {"api-extensions"}, true);

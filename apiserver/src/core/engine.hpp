@@ -184,7 +184,8 @@ class Watcher : public WatchStream, public std::enable_shared_from_this<Watcher>
     void cancel() override;
 };
 
-class Persistence;  // persistence.cpp
+class Persistence;         // persistence.cpp
+struct RequestAttributes;  // rbac.hpp
 
 struct RequestInfo {
     const HttpRequest* http = nullptr;
@@ -255,6 +256,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
                                   std::size_t gv_end, const std::string& group,
                                   const std::string& version);
 
+    // RBAC (api_core.cpp, with the rules in rbac.cpp); each throws 403 Forbidden when denied.
+    void authorize_path(const HttpRequest& request);  // a non-resource request
+    void authorize_locked(const HttpRequest& request, const RequestAttributes& attributes);
+    void bootstrap_rbac();  // kube-apiserver's default ClusterRoles and bindings, if absent
     // catalog.cpp
     void register_resource(const ResourcePtr& res);
     void unregister_crd(const std::string& crd_name);

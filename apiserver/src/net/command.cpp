@@ -34,6 +34,11 @@ int apiserver_command(int argc, char** argv) {
     app.add_option("--token-auth-file", options.token_auth_file,
                    "Static bearer tokens, CSV: token,user,uid,\"group1,group2\"")
         ->check(CLI::ExistingFile);
+    app.add_option("--authorization-mode", options.authorization_mode,
+                   "AlwaysAllow, or RBAC: Roles, ClusterRoles and their bindings decide what "
+                   "each user may do (the admin token may do everything)")
+        ->check(CLI::IsMember({"AlwaysAllow", "RBAC"}))
+        ->capture_default_str();
     app.add_option("--kubeconfig-out", options.kubeconfig_out,
                    "Write a kubeconfig for this server to this path");
     app.add_option("--data-dir", options.data_dir,

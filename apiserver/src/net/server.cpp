@@ -313,6 +313,12 @@ void Server::Impl::start() {
     core_options.history_bytes = options.watch_history_bytes;
     core_options.server_address = host() + ":" + std::to_string(bound_port);
     core_options.admission = net::make_admission_transport();
+    if (options.authorization_mode == "RBAC") {
+        core_options.rbac = true;
+    } else if (options.authorization_mode != "AlwaysAllow") {
+        throw std::runtime_error("unknown authorization mode '" + options.authorization_mode +
+                                 "': expected AlwaysAllow or RBAC");
+    }
     core = std::make_unique<ApiCore>(std::move(core_options));
 
     if (!options.kubeconfig_out.empty()) {

@@ -111,12 +111,15 @@ CommandResult run(const std::vector<std::string>& argv,
     return result;
 }
 
-Cluster::Cluster() {
+Cluster::Cluster() : Cluster([](kopf::apiserver::ServerOptions&) {}) {}
+
+Cluster::Cluster(const std::function<void(kopf::apiserver::ServerOptions&)>& configure) {
     char name[] = "/tmp/kopf-e2e-XXXXXX";
     workdir_ = mkdtemp(name);
     kubeconfig_ = workdir_ / "kubeconfig.yaml";
     kopf::apiserver::ServerOptions options;
     options.kubeconfig_out = kubeconfig_;
+    configure(options);
     server_ = std::make_unique<kopf::apiserver::Server>(options);
     server_->start();
 }

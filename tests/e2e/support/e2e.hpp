@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -11,7 +12,8 @@
 
 namespace kopf::apiserver {
 class Server;
-}
+struct ServerOptions;
+}  // namespace kopf::apiserver
 
 namespace kopf::e2e {
 
@@ -30,6 +32,8 @@ bool have_program(const std::string& name);
 class Cluster {
   public:
     Cluster();
+    // With options of its own (TLS, token files, authorization), set by `configure`.
+    explicit Cluster(const std::function<void(kopf::apiserver::ServerOptions&)>& configure);
     ~Cluster();
     const std::filesystem::path& kubeconfig() const { return kubeconfig_; }
     const std::filesystem::path& workdir() const { return workdir_; }

@@ -48,6 +48,10 @@ struct ServerOptions {
     // delayMilliseconds, dropWatches, compactHistory, stallWatches) to the admin token, or
     // to loopback clients on plain HTTP. `kopf apiserver` turns it on.
     bool admin_endpoint = false;
+    // "AlwaysAllow" (default) or "RBAC": as kube-apiserver's --authorization-mode, Roles,
+    // ClusterRoles and their bindings decide what each user may do; denied requests get 403.
+    // The admin token's user (group system:masters) may do everything.
+    std::string authorization_mode = "AlwaysAllow";
 };
 
 class Server {
