@@ -63,8 +63,9 @@ std::optional<ConnectionInfo> login_with_kubeconfig(const std::optional<std::str
 
 // Kopf's built-in in-cluster login: the service-account token, CA and namespace files under
 // `root`, and the server from KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT. Returns nothing
-// when not running in a cluster (no token file or no service host).
-std::optional<ConnectionInfo> login_with_service_account(
-    const std::filesystem::path& root = "/var/run/secrets/kubernetes.io/serviceaccount");
+// when not running in a cluster (no token file or no service host). Without `root`: the
+// directory in $KOPF_SERVICE_ACCOUNT_DIR if set (to try an in-cluster run outside a pod),
+// else /var/run/secrets/kubernetes.io/serviceaccount, where Kubernetes mounts them.
+std::optional<ConnectionInfo> login_with_service_account(const std::filesystem::path& root = {});
 
 }  // namespace kopf

@@ -516,7 +516,13 @@ std::optional<ConnectionInfo> login_with_kubeconfig(const std::optional<std::str
     return clients::login_with_kubeconfig_files(clients::default_kubeconfig_paths(), context);
 }
 
-std::optional<ConnectionInfo> login_with_service_account(const std::filesystem::path& root) {
+std::optional<ConnectionInfo> login_with_service_account(const std::filesystem::path& given_root) {
+    std::filesystem::path root = given_root;
+    if (root.empty()) {
+        const char* overridden = std::getenv("KOPF_SERVICE_ACCOUNT_DIR");
+        root = overridden && *overridden ? overridden
+                                         : "/var/run/secrets/kubernetes.io/serviceaccount";
+    }
     const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
     const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
     std::error_code ec;

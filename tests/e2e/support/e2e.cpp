@@ -148,12 +148,36 @@ nlohmann::json Cluster::get_json(const std::vector<std::string>& args) const {
     return nlohmann::json::parse(result.output, nullptr, false);
 }
 
-OperatorProcess::OperatorProcess(const Cluster& cluster, const std::vector<std::string>& args) {
-    // A log of its own: several operators may run against one cluster at once (peering).
+namespace {
+// A log of its own: several operators may run against one cluster at once (peering).
+fs::path new_log_path(const Cluster& cluster) {
     static std::atomic<int> started{0};
-    log_path_ = cluster.workdir() /
-                ("operator-" + std::to_string(getpid()) + "-" + std::to_string(++started) + ".log");
+    return cluster.workdir() /
+           ("operator-" + std::to_string(getpid()) + "-" + std::to_string(++started) + ".log");
+}
+}  // namespace
+
+OperatorProcess::OperatorProcess(const Cluster& cluster, const std::vector<std::string>& args) {
+    log_path_ = new_log_path(cluster);
     start(cluster.kubeconfig(), args);
+}
+
+OperatorProcess::OperatorProcess(const Cluster& cluster, const Program& program,
+                                 const std::vector<std::string>& args) {
+    log_path_ = new_log_path(cluster);
+    start_program(cluster.kubeconfig(), program, args);
+}
+
+void OperatorProcess::start_program(const fs::path& kubeconfig, const Program& program,
+                                    const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {program.path.string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto env = program.env;
+    const bool own_kubeconfig = std::any_of(
+        env.begin(), env.end(), [](const auto& kv) { return kv.first == "KUBECONFIG"; });
+    if (!own_kubeconfig) env.emplace_back("KUBECONFIG", kubeconfig.string());
+    pid_ = spawn(argv, env, log_path_);
+    if (pid_ < 0) throw std::runtime_error("Cannot start " + argv.front());
 }
 
 OperatorProcess::OperatorProcess(const fs::path& kubeconfig, const std::vector<std::string>& args) {

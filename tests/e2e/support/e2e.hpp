@@ -47,9 +47,19 @@ class Cluster {
     std::unique_ptr<kopf::apiserver::Server> server_;
 };
 
+// A program other than the build's `kopf` (e.g. an installed one, or an operator binary),
+// with extra environment variables.
+struct Program {
+    std::filesystem::path path;
+    std::vector<std::pair<std::string, std::string>> env{};
+};
+
 // `kopf run ARGS...` against a cluster, logging into a file.
 class OperatorProcess {
   public:
+    // `PROGRAM ARGS...` (no implicit `run`) against the cluster.
+    OperatorProcess(const Cluster& cluster, const Program& program,
+                    const std::vector<std::string>& args);
     OperatorProcess(const Cluster& cluster, const std::vector<std::string>& args);
     // With a kubeconfig of its own (e.g. of a server that is not there).
     OperatorProcess(const std::filesystem::path& kubeconfig, const std::vector<std::string>& args);
@@ -67,6 +77,8 @@ class OperatorProcess {
 
   private:
     void start(const std::filesystem::path& kubeconfig, const std::vector<std::string>& args);
+    void start_program(const std::filesystem::path& kubeconfig, const Program& program,
+                       const std::vector<std::string>& args);
     std::filesystem::path log_path_;
     int pid_ = -1;
     int exit_code_ = -1;
