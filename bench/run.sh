@@ -5,7 +5,7 @@
 #   bench/run.sh                    # full suite, 3 runs, appends a results table to bench/README.md
 #   bench/run.sh --smoke            # N=200, one run, no README (CI: proves the suite still works)
 #   bench/run.sh --only create      # one group: apiserver, limit, create, steady, resume, idle, micro,
-#                                   # client, daemons, indexing
+#                                   # client, daemons, indexing, admission
 #
 # Options:
 #   --smoke                 small sizes, one run, short phases, no README append
@@ -91,7 +91,7 @@ if [[ $SMOKE == 1 ]]; then
     RUNS=1; SIZES=200; STEADY_OBJECTS=200; STEADY_SECONDS=3; RESUME_OBJECTS=200; README_APPEND=0
     DAEMON_SIZES=200; TIMER_OBJECTS=200; TIMER_SECONDS=3; INDEX_SIZES=200
 fi
-GROUPS_ALL=(apiserver limit create steady resume idle micro client daemons indexing)
+GROUPS_ALL=(apiserver limit create steady resume idle micro client daemons indexing admission)
 for name in "${ONLY[@]}"; do
     [[ " ${GROUPS_ALL[*]} " == *" $name "* ]] || fail "unknown group '$name' (one of: ${GROUPS_ALL[*]})"
 done
@@ -105,7 +105,8 @@ wanted() {
 }
 
 # --- build -------------------------------------------------------------------------------
-TARGETS=(kopf_cli operator_load apiserver_load micro_bench client_load handler_client_load daemons_load)
+TARGETS=(kopf_cli operator_load apiserver_load micro_bench client_load handler_client_load daemons_load
+    admission_load)
 if [[ $BUILD == 1 ]]; then
     [[ $BUILD_DIR == "$ROOT/build" ]] || fail "--build-dir needs --no-build (the preset builds <repo>/build)"
     (cd "$ROOT" && cmake --preset default >/dev/null && cmake --build --preset default --target "${TARGETS[@]}")
@@ -117,14 +118,16 @@ MICRO_BENCH="$BUILD_DIR/bench/micro_bench"
 CLIENT_LOAD="$BUILD_DIR/bench/client_load"
 HANDLER_CLIENT_LOAD="$BUILD_DIR/bench/handler_client_load"
 DAEMONS_LOAD="$BUILD_DIR/bench/daemons_load"
+ADMISSION_LOAD="$BUILD_DIR/bench/admission_load"
 for tool in "$KOPF" "$OPERATOR_LOAD" "$APISERVER_LOAD" "$MICRO_BENCH" "$CLIENT_LOAD" "$HANDLER_CLIENT_LOAD" \
-    "$DAEMONS_LOAD"; do
+    "$DAEMONS_LOAD" "$ADMISSION_LOAD"; do
     [[ -x $tool ]] || fail "$tool is missing: build it (bench/run.sh without --no-build)"
 done
 OPERATOR_SOURCE="$ROOT/bench/operators/bench_operator.cpp"
 DAEMONS_OPERATOR_SOURCE="$ROOT/bench/operators/daemons_operator.cpp"
 INDEXING_OPERATOR_SOURCE="$ROOT/bench/operators/indexing_operator.cpp"
 TIMERS_OPERATOR_SOURCE="$ROOT/bench/operators/timers_operator.cpp"
+ADMISSION_OPERATOR_SOURCE="$ROOT/bench/operators/admission_operator.cpp"
 
 # --- processes -----------------------------------------------------------------------------
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kopf-bench.XXXXXX")
@@ -596,6 +599,77 @@ indexing_figures() {
     done
 }
 
+# Admission webhooks: the operator (admission_operator.cpp: one validating handler, a
+# kopf::WebhookServer, managed configurations) on core 1; admission_load sends reviews to it over
+# one keep-alive HTTPS connection from core 0, as fast as answered and then at a fixed rate. The
+# create rate of N objects through the API server (operator_load limit --patches 0, 4
+# connections) on a fresh server without the webhook, and on the operator's with it.
+WEBHOOK_URL=""
+start_admission_operator() {
+    local log="$WORK/operator.log"
+    : >"$log"
+    "${PIN_CORE1[@]}" env KUBECONFIG="$WORK/kubeconfig" KOPF_BENCH_WEBHOOK_CA="$WORK/webhook-ca.pem" \
+        "$KOPF" run "$ADMISSION_OPERATOR_SOURCE" --standalone -n default "${OPERATOR_ARGS[@]}" >"$log" 2>&1 &
+    OPERATOR_PID=$!
+    STARTED_PIDS+=("$OPERATOR_PID")
+    local i
+    for i in $(seq 1200); do  # the first start compiles the operator
+        if grep -q 'Reconfiguring the mutating webhook' "$log"; then
+            WEBHOOK_URL=$(grep -o "'validate_fn' (validating) is served at https://[^ ]*" "$log" | head -1)
+            WEBHOOK_URL=${WEBHOOK_URL##* }
+            [[ -n $WEBHOOK_URL ]] && return 0
+        fi
+        kill -0 "$OPERATOR_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    tail -20 "$log" >&2
+    fail "the admission operator did not configure its webhooks"
+}
+admission_figures() {
+    local seconds=10 rate=1000 objects=1000 out cpu0 cpu1 reviews
+    [[ $SMOKE == 1 ]] && { seconds=1; objects=200; }
+    start_server
+    "$OPERATOR_LOAD" crd --url "$SERVER_URL"
+    out=$("${PIN_CORE0[@]}" "$OPERATOR_LOAD" limit --url "$SERVER_URL" --objects "$objects" --patches 0 --spec-bytes 1024)
+    echo "$out"
+    record "admission: create ${objects} objects through the API server, no webhook (4 connections)" \
+        "$(field "$out" '= ([0-9]+) objects/s')" "objects/s"
+    stop_process "$SERVER_PID"
+
+    start_server
+    "$OPERATOR_LOAD" crd --url "$SERVER_URL"
+    start_admission_operator
+    wait_idle "$OPERATOR_PID" >/dev/null
+    out=$("${PIN_CORE0[@]}" "$OPERATOR_LOAD" limit --url "$SERVER_URL" --objects "$objects" --patches 0 --spec-bytes 1024)
+    echo "$out"
+    record "admission: create ${objects} objects through the API server, validating webhook (4 connections)" \
+        "$(field "$out" '= ([0-9]+) objects/s')" "objects/s"
+    wait_idle "$OPERATOR_PID" >/dev/null
+
+    cpu0=$(cpu_ticks "$OPERATOR_PID")
+    out=$("${PIN_CORE0[@]}" "$ADMISSION_LOAD" reviews --url "$WEBHOOK_URL" --ca "$WORK/webhook-ca.pem" \
+        --seconds "$seconds")
+    cpu1=$(cpu_ticks "$OPERATOR_PID")
+    echo "$out"
+    reviews=$(field "$out" 'reviews: ([0-9]+) reviews in')
+    record "admission: reviews/s of a validating handler, one keep-alive HTTPS connection, operator on one core" \
+        "$(field "$out" '= ([0-9]+) reviews/s')" "reviews/s"
+    record "admission: review latency p50, as fast as answered" "$(field "$out" 'latency p50 ([0-9.]+) ms')" "ms"
+    record "admission: review latency p99, as fast as answered" "$(field "$out" 'p99 ([0-9.]+) ms')" "ms"
+    # The warm-up second before the measurement is included in the ticks: a small overestimate.
+    record "admission: operator CPU per review (user+sys)" \
+        "$(awk -v t=$((cpu1 - cpu0)) -v hz="$CLK_TCK" -v n="$reviews" -v s="$seconds" \
+            'BEGIN { printf "%.0f", t / hz * 1e6 / (n * (s + 1) / s) }')" "µs"
+
+    out=$("${PIN_CORE0[@]}" "$ADMISSION_LOAD" reviews --url "$WEBHOOK_URL" --ca "$WORK/webhook-ca.pem" \
+        --seconds "$seconds" --rate "$rate")
+    echo "$out"
+    record "admission: review latency p50 at ${rate} reviews/s" "$(field "$out" 'latency p50 ([0-9.]+) ms')" "ms"
+    record "admission: review latency p99 at ${rate} reviews/s" "$(field "$out" 'p99 ([0-9.]+) ms')" "ms"
+    stop_process "$OPERATOR_PID"
+    stop_process "$SERVER_PID"
+}
+
 # --- the suite -----------------------------------------------------------------------------
 IFS=, read -r -a SIZE_LIST <<<"$SIZES"
 IFS=, read -r -a DAEMON_SIZE_LIST <<<"$DAEMON_SIZES"
@@ -625,6 +699,7 @@ for run in $(seq "$RUNS"); do
     if wanted client; then client_figures; fi
     if wanted daemons; then daemons_figures; fi
     if wanted indexing; then indexing_figures; fi
+    if wanted admission; then admission_figures; fi
 done
 
 # Medians per figure, in the order first measured.

@@ -97,7 +97,11 @@ struct WebhookServerOptions {
     std::optional<std::string> certfile{};  ///< the server's certificate (PEM); default: generated
     std::optional<std::string> pkeyfile{};  ///< its private key (PEM)
     std::optional<std::string> password{};  ///< of the private key
-    std::vector<std::string> extra_sans{};  ///< more DNS names/IPs in a generated certificate
+    /// Seconds between checks of certfile, pkeyfile and cafile: when they change on disk (as
+    /// cert-manager rotates them), new connections get the new certificate, and a new CA
+    /// bundle goes to the webhook configurations; 0: read once at the start.
+    double reload_interval = 10;
+    std::vector<std::string> extra_sans{};       ///< more DNS names/IPs in a generated certificate
     std::optional<VerifyMode> verify_mode{};     ///< client certificates; default: not asked
     std::optional<std::string> verify_cafile{};  ///< CA to verify client certificates
     std::optional<std::string> verify_capath{};

@@ -7,6 +7,7 @@
 #include <openssl/bn.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
@@ -139,11 +140,119 @@ json peer_of(SSL* ssl) {
     return peer;
 }
 
+// What identifies a version of a file on disk (its target, through symlinks as Kubernetes'
+// secret volumes swap them): a change of any means new content.
+struct FileStamp {
+    bool exists = false;
+    long long mtime_ns = 0;
+    long long size = 0;
+    unsigned long long inode = 0;
+    bool operator==(const FileStamp&) const = default;
+};
+
+FileStamp stamp_of(const std::optional<std::string>& path) {
+    FileStamp stamp;
+    struct stat info {};
+    if (!path || ::stat(path->c_str(), &info) != 0) return stamp;
+    stamp.exists = true;
+    stamp.mtime_ns =
+        static_cast<long long>(info.st_mtim.tv_sec) * 1'000'000'000LL + info.st_mtim.tv_nsec;
+    stamp.size = static_cast<long long>(info.st_size);
+    stamp.inode = static_cast<unsigned long long>(info.st_ino);
+    return stamp;
+}
+
+// The reason of a failed OpenSSL call, as asio reports it.
+std::string tls_reason(const boost::system::system_error& error) {
+    return error.code().message();
+}
+
+// A TLS server context with the options' protocol versions, password and client verification,
+// serving the given certificate files or, without them, the generated certificate. Errors name
+// the file that failed.
+std::shared_ptr<ssl::context> tls_context(const WebhookServerOptions& o,
+                                          const kits::GeneratedCertificate* generated) {
+    auto tls = std::make_shared<ssl::context>(ssl::context::tls_server);
+    tls->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                     ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+    if (o.password) {
+        tls->set_password_callback(
+            [password = *o.password](std::size_t, ssl::context::password_purpose) {
+                return password;
+            });
+    }
+    // Which step failed, for the error.
+    auto attempt = [](const std::string& what, auto&& step) {
+        try {
+            step();
+        } catch (const boost::system::system_error& error) {
+            throw std::runtime_error(fmt::format("The webhook server's TLS setup failed: {}: {}.",
+                                                 what, tls_reason(error)));
+        }
+    };
+    if (generated) {
+        attempt("the generated certificate", [&] {
+            tls->use_certificate_chain(asio::buffer(generated->cert_pem));
+            tls->use_private_key(asio::buffer(generated->key_pem), ssl::context::pem);
+        });
+    } else {
+        attempt(fmt::format("the certificate file {}", *o.certfile),
+                [&] { tls->use_certificate_chain_file(*o.certfile); });
+        attempt(fmt::format("the private key file {} (its password, or its match with the "
+                            "certificate)",
+                            *o.pkeyfile),
+                [&] { tls->use_private_key_file(*o.pkeyfile, ssl::context::pem); });
+    }
+    const bool verifies = o.verify_cafile || o.verify_capath || o.verify_cadata;
+    if (o.verify_cafile) {
+        attempt(fmt::format("the client CA file {}", *o.verify_cafile),
+                [&] { tls->load_verify_file(*o.verify_cafile); });
+    }
+    if (o.verify_capath) {
+        attempt(fmt::format("the client CA path {}", *o.verify_capath),
+                [&] { tls->add_verify_path(*o.verify_capath); });
+    }
+    if (o.verify_cadata) {
+        attempt("the client CA data",
+                [&] { tls->add_certificate_authority(asio::buffer(*o.verify_cadata)); });
+    }
+    auto mode = o.verify_mode.value_or(verifies ? VerifyMode::OPTIONAL : VerifyMode::NONE);
+    if (mode == VerifyMode::NONE && verifies) mode = VerifyMode::OPTIONAL;
+    tls->set_verify_mode(mode == VerifyMode::NONE ? ssl::verify_none
+                         : mode == VerifyMode::OPTIONAL
+                             ? ssl::verify_peer
+                             : ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+    return tls;
+}
+
+// The CA bundle given to the API server for certificate files: the options' data, else the CA
+// file, else the certificate file itself (a self-signed one, or its chain up to the CA).
+std::string file_ca_bundle(const WebhookServerOptions& o) {
+    if (o.cadata && !o.cadata->empty()) return *o.cadata;
+    if (o.cafile) return read_file(*o.cafile, "CA file");
+    if (o.certfile) return read_file(*o.certfile, "certificate file");
+    return {};
+}
+
+void dump_ca_bundle(const std::optional<std::string>& cadump, const std::string& cadata) {
+    if (!cadump || cadata.empty()) return;
+    std::ofstream out(*cadump, std::ios::binary | std::ios::trunc);
+    out << cadata;
+    if (!out) throw std::runtime_error("Cannot write the webhook CA bundle to " + *cadump);
+}
+
 }  // namespace
 
 struct WebhookServer::Impl : std::enable_shared_from_this<WebhookServer::Impl> {
     asio::io_context io{1};
-    std::optional<ssl::context> tls;
+    // The context of new TLS connections (none: plain HTTP); replaced when the certificate
+    // files change, while the open connections keep the one they started with.
+    std::shared_ptr<ssl::context> tls;
+    // For the reloads of certificate files (on this server's thread).
+    WebhookServerOptions options;
+    std::function<void(WebhookClientConfig)> configured;
+    WebhookClientConfig config;     // the last one given to `configured`
+    std::vector<FileStamp> stamps;  // of certfile, pkeyfile, cafile when loaded
     tcp::acceptor acceptor{io};
     std::string root;  // the root path, without the trailing slash
     WebhookFn fn;
@@ -171,6 +280,16 @@ struct WebhookServer::Impl : std::enable_shared_from_this<WebhookServer::Impl> {
                                          {"message", "The request body is too large."},
                                          {"code", 413}}};
                 co_await write(stream, refused, 11, false);
+                // Read what the client still sends (within limits), so that it gets to read the
+                // answer instead of a connection reset in the middle of its sending.
+                beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(5));
+                std::vector<char> sink(64 * 1024);
+                for (std::size_t drained = 0; drained < 4 * BODY_LIMIT;) {
+                    auto [read_ec, n] =
+                        co_await stream.async_read_some(asio::buffer(sink), use_tuple);
+                    if (read_ec) break;
+                    drained += n;
+                }
                 co_return;
             }
             if (ec) co_return;  // closed, reset, or not HTTP
@@ -251,9 +370,9 @@ struct WebhookServer::Impl : std::enable_shared_from_this<WebhookServer::Impl> {
         co_return std::move(**result);
     }
 
-    asio::awaitable<void> serve_tls(tcp::socket socket) {
+    asio::awaitable<void> serve_tls(tcp::socket socket, std::shared_ptr<ssl::context> context) {
         const std::string peer = remote(socket);
-        beast::ssl_stream<beast::tcp_stream> stream(std::move(socket), *tls);
+        beast::ssl_stream<beast::tcp_stream> stream(std::move(socket), *context);
         auto [ec] = co_await stream.async_handshake(ssl::stream_base::server, use_tuple);
         if (ec) {
             log.warning("A TLS handshake from {} failed: {}.", peer, ec.message());
@@ -279,12 +398,59 @@ struct WebhookServer::Impl : std::enable_shared_from_this<WebhookServer::Impl> {
                   : endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
     }
 
+    std::vector<FileStamp> file_stamps() const {
+        return {stamp_of(options.certfile), stamp_of(options.pkeyfile), stamp_of(options.cafile)};
+    }
+
+    // cert-manager and Kubernetes' secret volumes replace the files in place: new connections
+    // get the new certificate once it loads; a broken one is logged and the old one kept.
+    asio::awaitable<void> watch_certificate_files(double interval) {
+        asio::steady_timer timer(io);
+        while (!stopped) {
+            timer.expires_after(std::chrono::duration_cast<asio::steady_timer::duration>(
+                std::chrono::duration<double>(interval)));
+            auto [ec] = co_await timer.async_wait(use_tuple);
+            if (ec || stopped) co_return;
+            auto now = file_stamps();
+            if (now == stamps) continue;
+            stamps = std::move(now);  // a broken version is reported once, not at every check
+            reload_certificate();
+        }
+    }
+
+    void reload_certificate() {
+        std::shared_ptr<ssl::context> context;
+        std::string cadata;
+        try {
+            context = tls_context(options, nullptr);
+            cadata = file_ca_bundle(options);
+        } catch (const std::exception& error) {
+            log.error(
+                "The webhook server's new certificate is not used (the previous one is "
+                "served): {}",
+                error.what());
+            return;
+        }
+        tls = std::move(context);
+        log.info("The webhook server's certificate is reloaded from {}.", *options.certfile);
+        if (cadata == config.ca_bundle) return;
+        log.info("The webhook server's CA bundle has changed{}.",
+                 configured ? ": the webhook configurations are updated" : "");
+        config.ca_bundle = std::move(cadata);
+        try {
+            dump_ca_bundle(options.cadump, config.ca_bundle);
+        } catch (const std::exception& error) {
+            log.error("{}", error.what());
+        }
+        if (configured) configured(config);
+    }
+
     asio::awaitable<void> accept_loop() {
         while (!stopped) {
             auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
             if (ec) break;
             if (tls) {
-                asio::co_spawn(io, serve_tls(std::move(socket)), asio::detached);
+                asio::co_spawn(io, serve_tls(std::move(socket), tls), asio::detached);
             } else {
                 asio::co_spawn(io, serve_plain(std::move(socket)), asio::detached);
             }
@@ -307,69 +473,42 @@ void WebhookServer::start(WebhookFn fn, std::function<void(WebhookClientConfig)>
     const auto& o = options_;
     auto impl = std::make_shared<Impl>();
     impl->fn = std::move(fn);
+    impl->options = o;
     std::string path = o.path.value_or("");
     while (!path.empty() && path.back() == '/') path.pop_back();
     if (!path.empty() && path.front() != '/') path = "/" + path;
     impl->root = path;
 
-    // The CA bundle for the API server (not used by this server itself).
-    std::string cadata = o.cadata.value_or("");
-    if (cadata.empty() && o.cafile) cadata = read_file(*o.cafile, "CA file");
     if (o.insecure && (o.certfile || o.pkeyfile)) {
         throw std::invalid_argument(
             "The webhook server cannot be insecure (HTTP) and have a certificate (HTTPS).");
     }
-    if (!o.insecure) {
-        impl->tls.emplace(ssl::context::tls_server);
-        auto& tls = *impl->tls;
-        tls.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                        ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
-        if (o.password) {
-            tls.set_password_callback(
-                [password = *o.password](std::size_t, ssl::context::password_purpose) {
-                    return password;
-                });
-        }
-        try {
-            if (o.certfile && o.pkeyfile) {
-                impl->log.debug("Using a provided certificate for HTTPS.");
-                tls.use_certificate_chain_file(*o.certfile);
-                tls.use_private_key_file(*o.pkeyfile, ssl::context::pem);
-                if (cadata.empty()) cadata = read_file(*o.certfile, "certificate file");
-            } else if (o.certfile || o.pkeyfile) {
-                throw std::invalid_argument(
-                    "The webhook server needs both a certificate file and a private key file.");
-            } else {
-                impl->log.debug("Generating a self-signed certificate for HTTPS.");
-                const auto host = o.host ? o.host : default_host();
-                const std::string addr = accessible_addr(o.addr);
-                std::vector<std::string> hostnames = {host.value_or(addr), addr};
-                hostnames.insert(hostnames.end(), o.extra_sans.begin(), o.extra_sans.end());
-                const auto generated = kits::generate_certificate(hostnames, o.password);
-                tls.use_certificate_chain(asio::buffer(generated.cert_pem));
-                tls.use_private_key(asio::buffer(generated.key_pem), ssl::context::pem);
-                cadata = generated.ca_pem;  // the self-signed CA, whatever was given
-            }
-            const bool verifies = o.verify_cafile || o.verify_capath || o.verify_cadata;
-            if (o.verify_cafile) tls.load_verify_file(*o.verify_cafile);
-            if (o.verify_capath) tls.add_verify_path(*o.verify_capath);
-            if (o.verify_cadata) tls.add_certificate_authority(asio::buffer(*o.verify_cadata));
-            auto mode = o.verify_mode.value_or(verifies ? VerifyMode::OPTIONAL : VerifyMode::NONE);
-            if (mode == VerifyMode::NONE && verifies) mode = VerifyMode::OPTIONAL;
-            tls.set_verify_mode(mode == VerifyMode::NONE ? ssl::verify_none
-                                : mode == VerifyMode::OPTIONAL
-                                    ? ssl::verify_peer
-                                    : ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
-        } catch (const boost::system::system_error& error) {
-            throw std::runtime_error(
-                fmt::format("The webhook server's TLS setup failed: {}.", error.code().message()));
-        }
+    if ((o.certfile != std::nullopt) != (o.pkeyfile != std::nullopt)) {
+        throw std::invalid_argument(
+            "The webhook server needs both a certificate file and a private key file.");
     }
-    if (o.cadump && !cadata.empty()) {
-        std::ofstream out(*o.cadump, std::ios::binary | std::ios::trunc);
-        out << cadata;
-        if (!out) throw std::runtime_error("Cannot write the webhook CA bundle to " + *o.cadump);
+    // The CA bundle for the API server (not used by this server itself).
+    std::string cadata;
+    const bool from_files = !o.insecure && o.certfile && o.pkeyfile;
+    if (from_files) {
+        impl->log.debug("Using a provided certificate for HTTPS.");
+        impl->stamps = impl->file_stamps();
+        impl->tls = tls_context(o, nullptr);
+        cadata = file_ca_bundle(o);
+    } else if (!o.insecure) {
+        impl->log.debug("Generating a self-signed certificate for HTTPS.");
+        const auto host = o.host ? o.host : default_host();
+        const std::string addr = accessible_addr(o.addr);
+        std::vector<std::string> hostnames = {host.value_or(addr), addr};
+        hostnames.insert(hostnames.end(), o.extra_sans.begin(), o.extra_sans.end());
+        const auto generated = kits::generate_certificate(hostnames, o.password);
+        impl->tls = tls_context(o, &generated);
+        cadata = generated.ca_pem;  // the self-signed CA, whatever was given
+    } else {
+        cadata = o.cadata.value_or("");
+        if (cadata.empty() && o.cafile) cadata = read_file(*o.cafile, "CA file");
     }
+    dump_ca_bundle(o.cadump, cadata);
 
     // Listen: all interfaces without an address.
     boost::system::error_code ec;
@@ -400,8 +539,13 @@ void WebhookServer::start(WebhookFn fn, std::function<void(WebhookClientConfig)>
     config.url = build_url(scheme, host, bound, path);
     config.ca_bundle = cadata;
     impl->log.info("Serving webhooks at {}", *config.url);
+    impl->config = config;
+    impl->configured = configured;
 
     asio::co_spawn(impl->io, impl->accept_loop(), asio::detached);
+    if (from_files && o.reload_interval > 0) {
+        asio::co_spawn(impl->io, impl->watch_certificate_files(o.reload_interval), asio::detached);
+    }
     impl->thread = std::thread([raw = impl.get()] { raw->io.run(); });
     if (configured) configured(config);
 }

@@ -163,12 +163,14 @@ struct FaultState {
     int fail_remaining = 0;
     int fail_status = 0;
     int fail_retry_after = 0;
+    std::string fail_path_contains;  // only requests whose path contains it; empty: all
     std::atomic<long long> delay_ms{0};
 
     // The injected failure for this request, if one is due.
-    std::optional<std::pair<int, int>> take_failure() {
+    std::optional<std::pair<int, int>> take_failure(const std::string& path) {
         std::lock_guard lock(mutex);
         if (fail_remaining <= 0) return std::nullopt;
+        if (path.find(fail_path_contains) == std::string::npos) return std::nullopt;
         --fail_remaining;
         return std::make_pair(fail_status, fail_retry_after);
     }
@@ -703,7 +705,7 @@ asio::awaitable<HttpResponse> Server::Impl::dispatch(HttpRequest& request, bool 
                                  std::chrono::milliseconds(delay));
         co_await timer.async_wait(use_tuple);
     }
-    if (auto failure = faults.take_failure()) {
+    if (auto failure = faults.take_failure(request.path)) {
         co_return net::injected_failure(failure->first, failure->second);
     }
     // Most requests finish in microseconds: a hop to the handler pool and back would cost
@@ -844,11 +846,13 @@ void Server::stall_watches(bool stalled) {
     if (impl_->core) impl_->core->stall_watches(stalled);
 }
 
-void Server::fail_next_requests(int count, int status, int retry_after_seconds) {
+void Server::fail_next_requests(int count, int status, int retry_after_seconds,
+                                const std::string& path_contains) {
     std::lock_guard lock(impl_->faults.mutex);
     impl_->faults.fail_remaining = count;
     impl_->faults.fail_status = status;
     impl_->faults.fail_retry_after = retry_after_seconds;
+    impl_->faults.fail_path_contains = path_contains;
 }
 
 int Server::failing_requests_left() const {
@@ -881,6 +885,7 @@ HttpResponse Server::Impl::admin_request(const HttpRequest& request) {
             faults.fail_remaining = fail.value("count", 1);
             faults.fail_status = fail.value("status", 500);
             faults.fail_retry_after = fail.value("retryAfterSeconds", 0);
+            faults.fail_path_contains = fail.value("pathContains", "");
             applied.push_back("failNext");
         }
         if (body.contains("delayMilliseconds")) {

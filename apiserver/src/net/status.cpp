@@ -57,6 +57,9 @@ HttpResponse injected_failure(int code, int retry_after_seconds) {
                                    retry_after_seconds);
         case 401:
             return unauthorized_response();
+        case 422:
+            return status_response(422, "Invalid", "the object is invalid: injected fault",
+                                   retry_after_seconds);
         case 404:
             return status_response(404, "NotFound",
                                    "the server could not find the requested resource",

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <exception>
 
@@ -23,13 +25,22 @@ struct WebhookConfigurations::Impl : std::enable_shared_from_this<WebhookConfigu
     clients::ApiClient& api;
     const Registry& registry;
     std::string name;
-    std::optional<WebhookClientConfig> config;  // the last one applied (or being applied)
-    int busy = 0;
-    std::vector<std::function<void()>> idle;  // waiting for the work in progress to end
+    std::vector<double> backoffs;               // between failed attempts; the last repeats
+    std::optional<WebhookClientConfig> config;  // the one to apply (the last one given)
+    bool dirty = false;    // `config` (or the served resources) changed since the last attempt
+    bool working = false;  // the worker runs (one at a time: the attempts do not interleave)
+    bool closing = false;  // the operator exits: no more attempts
+    std::optional<asio::steady_timer> pause;  // between failed attempts
+    std::vector<std::function<void()>> idle;  // waiting for the worker to end
     runtime::NamedLogger log{"kopf.engines.admission"};
 
-    Impl(asio::io_context& io, clients::ApiClient& api, const Registry& registry, std::string name)
-        : io(io), api(api), registry(registry), name(std::move(name)) {}
+    Impl(asio::io_context& io, clients::ApiClient& api, const Registry& registry, std::string name,
+         std::vector<double> backoffs)
+        : io(io),
+          api(api),
+          registry(registry),
+          name(std::move(name)),
+          backoffs(backoffs.empty() ? std::vector<double>{1} : std::move(backoffs)) {}
 
     static const char* plural_of(WebhookType type) {
         return type == WebhookType::VALIDATING ? "validatingwebhookconfigurations"
@@ -91,47 +102,99 @@ struct WebhookConfigurations::Impl : std::enable_shared_from_this<WebhookConfigu
         }
     }
 
-    void start(WebhookClientConfig client_config, bool persistent_only) {
-        ++busy;
+    // Applies the latest config until it is applied, pausing between failed attempts (a
+    // failure of the API — 403, 422, 5xx after the client's own retries — must not leave the
+    // webhooks stale for the rest of the run, nor stop the operator).
+    asio::awaitable<void> work() {
+        std::size_t failures = 0;
+        while (dirty && !closing) {
+            dirty = false;
+            try {
+                co_await apply_all(*config, false);
+                failures = 0;
+                continue;
+            } catch (const std::exception& error) {
+                const double delay = backoffs[std::min(failures, backoffs.size() - 1)];
+                ++failures;
+                log.error(
+                    "Configuring the webhook configurations {} failed; retrying in {} "
+                    "seconds: {}",
+                    name, delay, error.what());
+                dirty = true;
+                pause.emplace(io, std::chrono::duration_cast<asio::steady_timer::duration>(
+                                      std::chrono::duration<double>(delay)));
+            }
+            // A new config or the exit cuts the pause short.
+            auto [ignored] = co_await pause->async_wait(asio::as_tuple(asio::use_awaitable));
+            (void)ignored;
+            pause.reset();
+        }
+    }
+
+    void kick() {
+        if (working) {
+            if (pause) pause->cancel();  // retry at once with what is new
+            return;
+        }
+        working = true;
+        asio::co_spawn(io, work(), [self = shared_from_this()](std::exception_ptr error) {
+            if (error) {
+                self->log.error("Configuring the webhook configurations {} failed: {}", self->name,
+                                runtime::describe(error));
+            }
+            self->working = false;
+            auto waiting = std::move(self->idle);
+            self->idle.clear();
+            for (auto& fn : waiting) fn();
+        });
+    }
+
+    // Once, at the exit (after the worker has ended): only the persistent webhooks stay.
+    void clean_up(std::function<void()> done) {
         asio::co_spawn(
-            io, apply_all(std::move(client_config), persistent_only),
-            [this, self = shared_from_this(), persistent_only](std::exception_ptr error) {
+            io, apply_all(*config, true),
+            [self = shared_from_this(), done = std::move(done)](std::exception_ptr error) {
                 if (error) {
-                    log.error("{} the webhook configurations {} failed: {}",
-                              persistent_only ? "Cleaning up" : "Configuring", name,
-                              runtime::describe(error));
+                    self->log.error(
+                        "Cleaning up the webhook configurations {} failed: "
+                        "{}",
+                        self->name, runtime::describe(error));
                 }
-                if (--busy == 0) {
-                    auto waiting = std::move(idle);
-                    idle.clear();
-                    for (auto& fn : waiting) fn();
-                }
+                done();
             });
     }
 };
 
 WebhookConfigurations::WebhookConfigurations(asio::io_context& io, clients::ApiClient& api,
-                                             const Registry& registry, std::string name)
-    : impl_(std::make_shared<Impl>(io, api, registry, std::move(name))) {}
+                                             const Registry& registry, std::string name,
+                                             std::vector<double> backoffs)
+    : impl_(std::make_shared<Impl>(io, api, registry, std::move(name), std::move(backoffs))) {}
 
 WebhookConfigurations::~WebhookConfigurations() = default;
 
 void WebhookConfigurations::configure(const WebhookClientConfig& config) {
     impl_->config = config;
-    impl_->start(config, false);
+    reconfigure();
+}
+
+void WebhookConfigurations::reconfigure() {
+    if (!impl_->config || impl_->closing) return;
+    impl_->dirty = true;
+    impl_->kick();
 }
 
 void WebhookConfigurations::clean_up(std::function<void()> done) {
     auto& impl = *impl_;
+    impl.closing = true;
     auto after = [impl = impl_, done = std::move(done)]() mutable {
         if (!impl->config) {
             done();
             return;
         }
-        impl->idle.push_back(std::move(done));
-        impl->start(*impl->config, true);
+        impl->clean_up(std::move(done));
     };
-    if (impl.busy > 0) {
+    if (impl.working) {
+        if (impl.pause) impl.pause->cancel();
         impl.idle.push_back(std::move(after));
     } else {
         after();

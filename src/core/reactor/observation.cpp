@@ -96,6 +96,7 @@ asio::awaitable<void> Observation::rescan() {
     }
     insights_.served = std::move(now_served);
     orchestration.update_watchers(insights_);
+    if (on_discovered) on_discovered(found);
 }
 
 void Observation::observe_namespaces(bool scanning) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
+#include <functional>
 #include <kopf/registry.hpp>
 #include <kopf/task.hpp>
 #include <map>
@@ -74,6 +75,10 @@ class Observation {
 
     // CRDs created or deleted: rescan the API and start or stop the watchers.
     void start_crd_observer();
+
+    // Called with all the resources found at each rescan (on the loop): for what serves
+    // resources without watching them (the admission handlers).
+    std::function<void(const std::vector<structs::Resource>&)> on_discovered;
 
     // Stops the observers; a pending rescan does not start.
     void stop();

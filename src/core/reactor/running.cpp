@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "clients/api.hpp"
@@ -200,6 +201,22 @@ std::vector<Resource> discover_webhook_resources(asio::io_context& io, ResourceS
     logger("kopf.reactor.running")
         ->debug("{} resources are discovered for the admission handlers.", resources.size());
     return resources;
+}
+
+// The served resources that the admission handlers select ("kopfexamples.v1.kopf.dev"...): the
+// managed webhooks' rules.
+std::set<std::string> selected_by_webhooks(const Registry& registry,
+                                           const std::vector<Resource>& resources) {
+    std::set<std::string> selected;
+    for (const auto& handler : registry.webhooks) {
+        for (const auto& resource : resources) {
+            if (handler.selector.check(resource)) {
+                selected.insert(resource.plural + "." + resource.version +
+                                (resource.group.empty() ? "" : "." + resource.group));
+            }
+        }
+    }
+    return selected;
 }
 
 asio::awaitable<void> read_cluster_facts(clients::ApiClient& api, ClusterFacts& facts) {
@@ -437,13 +454,31 @@ void run_operator(const RunOptions& options, bool handle_signals) {
     if (options.client) *options.client = serving.client();
     // The admission webhooks: served on the loop from the server's own thread; stopped first
     // at the exit (Kopf stops its webhook server with the other root tasks).
-    auto admission_env = std::make_shared<const engines::AdmissionEnv>(
+    auto admission_env = std::make_shared<engines::AdmissionEnv>(
         engines::AdmissionEnv{registry, settings, memo, indices, &serving.client(),
                               discover_webhook_resources(io, serving, registry), metrics});
     // With settings.admission.managed, the webhook configurations follow the server's address.
     std::optional<engines::WebhookConfigurations> configurations;
     if (settings.admission.managed) {
-        configurations.emplace(io, serving.api(), registry, *settings.admission.managed);
+        configurations.emplace(io, serving.api(), registry, *settings.admission.managed,
+                               settings.networking.error_backoffs);
+    }
+    // CRDs created (or deleted) while the operator runs: the admission handlers serve their
+    // resources by short names too, and the managed rules include them, as the watchers do.
+    if (!registry.webhooks.empty()) {
+        serving.on_discovered([admission_env, &configurations, &registry,
+                               selected = selected_by_webhooks(registry, admission_env->resources)](
+                                  const std::vector<Resource>& found) mutable {
+            admission_env->resources = found;
+            auto now = selected_by_webhooks(registry, found);
+            if (now == selected) return;
+            selected = std::move(now);
+            logger("kopf.engines.admission")
+                ->info("The resources of the admission handlers have changed: {}.",
+                       selected.empty() ? std::string("none")
+                                        : fmt::format("{}", fmt::join(selected, ", ")));
+            if (configurations) configurations->reconfigure();
+        });
     }
     auto reconfigure = [&configurations](const WebhookClientConfig& config) {
         if (configurations) configurations->configure(config);
@@ -480,6 +515,7 @@ void run_operator(const RunOptions& options, bool handle_signals) {
         webhook_server->stop();
         webhook_server = nullptr;
     }
+    serving.on_discovered(nullptr);  // no more reconfigurations
     if (configurations) {
         // Only the persistent handlers' webhooks stay (while the API client still works).
         bool cleaned = false;

@@ -548,6 +548,20 @@ const kopf::Client& ResourceServing::client() const {
     return impl_->client;
 }
 
+void ResourceServing::on_discovered(std::function<void(const std::vector<Resource>&)> fn) {
+    if (!fn) {
+        impl_->observation.on_discovered = nullptr;
+        return;
+    }
+    impl_->observation.on_discovered =
+        [fn = std::move(fn)](const std::vector<structs::Resource>& found) {
+            std::vector<Resource> resources;
+            resources.reserve(found.size());
+            for (const auto& resource : found) resources.push_back(structs::to_public(resource));
+            fn(resources);
+        };
+}
+
 clients::ApiClient& ResourceServing::api() {
     return impl_->api;
 }

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/reactor/namespaces.hpp"
 
@@ -71,6 +72,9 @@ class ResourceServing {
 
     // The operator's API client for handlers (kopf/api.hpp), on this serving's ApiClient.
     const kopf::Client& client() const;
+    // Called with the public view of all resources found at each discovery of the API (at the
+    // start, and when CRDs are created or deleted); set before `start`.
+    void on_discovered(std::function<void(const std::vector<Resource>&)> fn);
     // The operator's ApiClient (the managed webhook configurations use it).
     clients::ApiClient& api();
     // Ends the client's calls (at the operator's exit, on the loop, before it is destroyed).

@@ -45,6 +45,17 @@ TEST(Faults, FailNextRequestsWith500GivesInternalErrorStatusThenRecovers) {
     EXPECT_EQ(test.http("GET", "/api").status, 200);
 }
 
+TEST(Faults, FailNextRequestsOfOnePathLeaveOthersAlone) {
+    TestServer test;
+    test.server().fail_next_requests(1, 422, 0, "/configmaps");
+    EXPECT_EQ(test.http("GET", "/api").status, 200);
+    auto failed = test.http("GET", kConfigMaps);
+    EXPECT_EQ(failed.status, 422);
+    EXPECT_EQ(json::parse(failed.body)["reason"], "Invalid");
+    EXPECT_EQ(test.server().failing_requests_left(), 0);
+    EXPECT_EQ(test.http("GET", kConfigMaps).status, 200);
+}
+
 TEST(Faults, FailNextRequestsWith503GivesServiceUnavailable) {
     TestServer test;
     test.server().fail_next_requests(1, 503, 2);

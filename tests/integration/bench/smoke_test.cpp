@@ -34,9 +34,9 @@ SuiteRun run_suite(const std::string& arguments) {
 
 std::vector<std::string> missing_tools() {
     std::vector<std::string> missing;
-    for (const char* tool :
-         {"bin/kopf", "bench/operator_load", "bench/apiserver_load", "bench/micro_bench",
-          "bench/client_load", "bench/handler_client_load", "bench/daemons_load"}) {
+    for (const char* tool : {"bin/kopf", "bench/operator_load", "bench/apiserver_load",
+                             "bench/micro_bench", "bench/client_load", "bench/handler_client_load",
+                             "bench/daemons_load", "bench/admission_load"}) {
         if (!std::filesystem::exists(std::filesystem::path(KOPF_BINARY_DIR) / tool))
             missing.push_back(tool);
     }
@@ -111,6 +111,12 @@ TEST(BenchSmoke, SmokeRunCompletesAndPrintsEveryFigure) {
              "figure: micro BM_IndexUpdate/10000",
              "figure: micro BM_IndexUpdate/10000: heap per index entry",
              "figure: indexing 200: every object's daemon runs, with the index",
+             "figure: admission: create 200 objects through the API server, no webhook",
+             "figure: admission: create 200 objects through the API server, validating webhook",
+             "figure: admission: reviews/s of a validating handler, one keep-alive HTTPS",
+             "figure: admission: review latency p99, as fast as answered",
+             "figure: admission: operator CPU per review",
+             "figure: admission: review latency p99 at 1000 reviews/s",
          }) {
         EXPECT_NE(run.output.find(figure), std::string::npos) << "missing line: " << figure;
     }

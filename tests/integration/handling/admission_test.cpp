@@ -9,7 +9,10 @@
 #include <mutex>
 #include <sstream>
 
+#include "kits/certificates.hpp"
+#include "net/admission_client.hpp"
 #include "support/cluster.hpp"
+#include "support/log_lines.hpp"
 
 namespace kopf::testing {
 namespace {
@@ -351,6 +354,220 @@ TEST_F(AdmissionHandling, ManagedConfigurationsFollowTheHandlersOfTheNextRun) {
     start_operator(next, settings)->stop();
     EXPECT_EQ(webhook_names(request("GET", kValidatingConfigs + "auto.kopf.dev")),
               std::vector<std::string>{"second.auto.kopf.dev"});
+}
+
+// Writes a file as Kubernetes' secret volumes and cert-manager do: complete, then swapped in.
+void replace_file(const std::filesystem::path& path, const std::string& text) {
+    const auto fresh = path.string() + ".new";
+    std::ofstream(fresh, std::ios::binary | std::ios::trunc) << text;
+    std::filesystem::rename(fresh, path);
+}
+
+// A real TLS handshake and POST to the webhook server, verified with `ca` only.
+bool reached_with(int port, const std::string& ca) {
+    apiserver::WebhookCall call;
+    call.url = "https://127.0.0.1:" + std::to_string(port) + "/check";
+    call.ca_bundle_pem = ca;
+    call.body = "{}";
+    call.timeout = std::chrono::seconds(5);
+    return apiserver::net::make_admission_transport()->post(call).reached;
+}
+
+// cert-manager rotates the certificate files in place: the running server serves the new
+// certificate to new connections and the managed configurations get the new CA; a broken file
+// is logged by name and the previous certificate kept.
+TEST_F(AdmissionHandling, RotatedCertificateFilesAreServedWithoutARestart) {
+    LogLines log({"kopf.kits.webhooks"});
+    on::validate check(registry, "kopfexamples", {.id = "check"}, reject_wrong);
+    const auto tls = workdir() / "tls";
+    std::filesystem::create_directories(tls);
+    const auto first = kits::generate_certificate({"127.0.0.1"});
+    replace_file(tls / "tls.crt", first.cert_pem);
+    replace_file(tls / "tls.key", first.key_pem);
+    replace_file(tls / "ca.crt", first.ca_pem);
+    WebhookServerOptions options;
+    options.addr = "127.0.0.1";
+    options.certfile = (tls / "tls.crt").string();
+    options.pkeyfile = (tls / "tls.key").string();
+    options.cafile = (tls / "ca.crt").string();
+    options.reload_interval = 0.1;
+    webhooks = std::make_shared<WebhookServer>(options);
+    OperatorSettings settings = fast_settings();
+    settings.admission.server = webhooks;
+    settings.admission.managed = "auto.kopf.dev";
+    auto op = start_operator(registry, settings);
+    auto ca_bundle = [&]() -> std::string {
+        try {
+            const json configuration = request("GET", kValidatingConfigs + "auto.kopf.dev");
+            return configuration["webhooks"].at(0)["clientConfig"].value("caBundle", "");
+        } catch (const std::exception&) {
+            return "";
+        }
+    };
+    ASSERT_TRUE(eventually([&] { return ca_bundle() == base64(first.ca_pem); }));
+    EXPECT_TRUE(reached_with(webhooks->port(), first.ca_pem));
+
+    // A broken certificate: logged with the file's name; the first one is still served.
+    replace_file(tls / "tls.crt", "-----BEGIN CERTIFICATE-----\nbroken\n");
+    ASSERT_TRUE(eventually([&] { return log.contains("new certificate is not used"); }))
+        << log.text();
+    EXPECT_TRUE(log.contains("the certificate file " + (tls / "tls.crt").string())) << log.text();
+    EXPECT_TRUE(reached_with(webhooks->port(), first.ca_pem));
+
+    // A new CA and certificate: new handshakes get the new one; the API server gets its CA.
+    const auto second = kits::generate_certificate({"127.0.0.1"});
+    replace_file(tls / "ca.crt", second.ca_pem);
+    replace_file(tls / "tls.key", second.key_pem);
+    replace_file(tls / "tls.crt", second.cert_pem);
+    ASSERT_TRUE(eventually([&] { return reached_with(webhooks->port(), second.ca_pem); }))
+        << log.text();
+    EXPECT_FALSE(reached_with(webhooks->port(), first.ca_pem));
+    EXPECT_TRUE(log.contains("certificate is reloaded from " + (tls / "tls.crt").string()))
+        << log.text();
+    ASSERT_TRUE(eventually([&] { return ca_bundle() == base64(second.ca_pem); }));
+    try {
+        create(example("kex-wrong", {{"field", "wrong"}}));
+        FAIL() << "the object was created";
+    } catch (const ApiError& error) {
+        EXPECT_NE(error.message().find("Meh!"), std::string::npos) << error.message();
+    }
+    EXPECT_EQ(op->stop(), "");
+}
+
+// A CRD created after the operator's start (short name "lex"): as the watchers, the admission
+// handlers start serving it, by short name, kind and plural, and the managed rules include it.
+json late_crd() {
+    json preserved = {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}};
+    return {{"apiVersion", "apiextensions.k8s.io/v1"},
+            {"kind", "CustomResourceDefinition"},
+            {"metadata", {{"name", "lateexamples.kopf.dev"}}},
+            {"spec",
+             {{"scope", "Namespaced"},
+              {"group", "kopf.dev"},
+              {"names",
+               {{"kind", "LateExample"},
+                {"plural", "lateexamples"},
+                {"singular", "lateexample"},
+                {"shortNames", {"lex"}}}},
+              {"versions",
+               {{{"name", "v1"},
+                 {"served", true},
+                 {"storage", true},
+                 {"schema",
+                  {{"openAPIV3Schema",
+                    {{"type", "object"}, {"properties", {{"spec", preserved}}}}}}}}}}}}};
+}
+
+json late_example(const std::string& name, const json& spec) {
+    return {{"apiVersion", "kopf.dev/v1"},
+            {"kind", "LateExample"},
+            {"metadata", {{"name", name}, {"namespace", "default"}}},
+            {"spec", spec}};
+}
+
+const std::string kLateExamples = "/apis/kopf.dev/v1/namespaces/default/lateexamples";
+
+TEST_F(AdmissionHandling, HandlersOfResourcesCreatedLaterServeThemOnceTheirCrdAppears) {
+    on::validate by_short_name(registry, "lex", {.id = "short"}, reject_wrong);
+    on::validate by_plural(registry, "lateexamples", {.id = "plural"}, [](AdmissionContext& ctx) {
+        if (ctx.spec.value("field", "") == "plural") throw AdmissionError("No plural.", 422);
+    });
+    on::mutate by_kind(registry, "LateExample", {.id = "kind"},
+                       [](AdmissionContext& ctx) { ctx.patch.spec()["defaulted"] = true; });
+    WebhookServerOptions options;
+    options.addr = "127.0.0.1";
+    webhooks = std::make_shared<WebhookServer>(options);
+    OperatorSettings settings = fast_settings();
+    settings.admission.server = webhooks;
+    settings.admission.managed = "auto.kopf.dev";
+    auto op = start_operator(registry, settings);
+    auto rules_of = [&](const std::string& path) -> json {
+        try {
+            const json configuration = request("GET", path);
+            json rules = json::array();
+            for (const auto& webhook : configuration.value("webhooks", json::array()))
+                for (const auto& rule : webhook.value("rules", json::array()))
+                    rules.push_back(rule["resources"]);
+            return rules;
+        } catch (const std::exception&) {
+            return nullptr;
+        }
+    };
+    ASSERT_TRUE(
+        eventually([&] { return rules_of(kValidatingConfigs + "auto.kopf.dev").is_array(); }));
+    EXPECT_EQ(rules_of(kValidatingConfigs + "auto.kopf.dev"), json::array());
+
+    request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", late_crd());
+    const json late = json::parse(R"([["lateexamples"]])");
+    ASSERT_TRUE(eventually([&] {
+        return rules_of(kValidatingConfigs + "auto.kopf.dev") == json({late[0], late[0]}) &&
+               rules_of(kMutatingConfigs + "auto.kopf.dev") == late;
+    })) << rules_of(kValidatingConfigs + "auto.kopf.dev").dump();
+
+    for (const auto& [field, code] : {std::pair{"wrong", 400}, std::pair{"plural", 422}}) {
+        try {
+            request("POST", kLateExamples,
+                    late_example("lex-" + std::string(field), {{"field", field}}));
+            FAIL() << "the object was created with " << field;
+        } catch (const ApiError& error) {
+            EXPECT_EQ(error.code(), code) << error.message();
+        }
+    }
+    const json created =
+        request("POST", kLateExamples, late_example("lex-right", {{"field", "right"}}));
+    EXPECT_EQ(created["spec"]["defaulted"], true);
+    EXPECT_EQ(op->stop(), "");
+}
+
+// The API refuses the managed configurations (422, 500 after the client's own retries): the
+// operator logs it, keeps running and serving, and retries until they are in place.
+TEST_F(AdmissionHandling, RefusedManagedConfigurationsAreRetriedAfterAPause) {
+    LogLines log({"kopf.engines.admission"});
+    on::validate check(registry, "kopfexamples", {.id = "check"}, reject_wrong);
+    on::mutate defaults(registry, "kopfexamples", {.id = "defaults"},
+                        [](AdmissionContext& ctx) { ctx.patch.spec()["defaulted"] = true; });
+    for (const auto& [status, count] : {std::pair{422, 3}, std::pair{500, 12}}) {
+        SCOPED_TRACE(status);
+        // The operator's first requests on the mutating configuration fail (this test reads
+        // only the validating one while they are due).
+        server->fail_next_requests(count, status, 0, "mutatingwebhookconfigurations");
+        WebhookServerOptions options;
+        options.addr = "127.0.0.1";
+        webhooks = std::make_shared<WebhookServer>(options);
+        OperatorSettings settings = fast_settings();
+        settings.admission.server = webhooks;
+        settings.admission.managed = "retried.kopf.dev";
+        auto op = start_operator(registry, settings);
+        ASSERT_TRUE(eventually([&] {
+            return server->failing_requests_left() == 0 &&
+                   log.count("Reconfiguring the mutating webhook retried.kopf.dev.") >= 2;
+        })) << log.text();
+        ASSERT_TRUE(eventually([&] {
+            try {
+                return webhook_names(request("GET", kMutatingConfigs + "retried.kopf.dev")) ==
+                       std::vector<std::string>{"defaults.retried.kopf.dev"};
+            } catch (const ApiError&) {
+                return false;
+            }
+        })) << log.text();
+        EXPECT_TRUE(
+            log.contains("Configuring the webhook configurations retried.kopf.dev failed; "
+                         "retrying in 0.1 seconds: POST /apis/admissionregistration.k8s.io/"
+                         "v1/mutatingwebhookconfigurations?fieldManager=kopf -> " +
+                         std::to_string(status)))
+            << log.text();
+        // Served all along, and now through the managed configurations.
+        try {
+            create(example("kex-wrong", {{"field", "wrong"}}));
+            FAIL() << "the object was created";
+        } catch (const ApiError& error) {
+            EXPECT_EQ(error.code(), 400) << error.message();
+        }
+        EXPECT_EQ(create(example("kex-" + std::to_string(status), {}))["spec"]["defaulted"], true);
+        EXPECT_EQ(op->stop(), "");
+        request("DELETE", kValidatingConfigs + "retried.kopf.dev");
+        request("DELETE", kMutatingConfigs + "retried.kopf.dev");
+    }
 }
 
 // A server of one's own (the extension point of kopf/webhooks.hpp): requests are handed to the

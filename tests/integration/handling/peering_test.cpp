@@ -6,7 +6,6 @@
 // (keep-alives every second). Leases: one holder handles, the standby takes over when it exits or
 // its lease expires, a leader whose lease is taken stops handling, bad lease settings stop the
 // start.
-#include <spdlog/sinks/base_sink.h>
 
 #include <mutex>
 #include <regex>
@@ -17,6 +16,7 @@
 #include "core/engines/leases.hpp"
 #include "structs/timestamps.hpp"
 #include "support/cluster.hpp"
+#include "support/log_lines.hpp"
 
 namespace kopf::testing {
 namespace {
@@ -26,40 +26,6 @@ using namespace std::chrono_literals;
 const std::string PEERINGS = "/apis/kopf.dev/v1/namespaces/default/kopfpeerings";
 const std::string CLUSTER_PEERINGS = "/apis/kopf.dev/v1/clusterkopfpeerings";
 const std::string MERGE = "application/merge-patch+json";
-
-// The peering engine's log lines (all operators of the process), from the debug level on.
-class PeeringLog : public spdlog::sinks::base_sink<std::mutex> {
-  public:
-    bool contains(const std::string& text) const {
-        std::lock_guard lock(lines_mutex_);
-        for (const auto& line : lines_)
-            if (line.find(text) != std::string::npos) return true;
-        return false;
-    }
-    int count(const std::string& text) const {
-        std::lock_guard lock(lines_mutex_);
-        return static_cast<int>(std::count_if(lines_.begin(), lines_.end(), [&](const auto& line) {
-            return line.find(text) != std::string::npos;
-        }));
-    }
-    std::string text() const {
-        std::lock_guard lock(lines_mutex_);
-        std::string all;
-        for (const auto& line : lines_) all += line + "\n";
-        return all;
-    }
-
-  protected:
-    void sink_it_(const spdlog::details::log_msg& msg) override {
-        std::lock_guard lock(lines_mutex_);
-        lines_.emplace_back(msg.payload.data(), msg.payload.size());
-    }
-    void flush_() override {}
-
-  private:
-    mutable std::mutex lines_mutex_;
-    std::vector<std::string> lines_;
-};
 
 json crd(const std::string& kind, const std::string& plural, const std::string& scope) {
     std::string singular = plural.substr(0, plural.size() - 1);
@@ -87,21 +53,12 @@ class Peering : public HandlingTest {
   protected:
     void SetUp() override {
         HandlingTest::SetUp();
-        log = std::make_shared<PeeringLog>();
-        for (const char* name : {"kopf.engines.peering", "kopf.engines.leases"}) {
-            auto logger = runtime::logger(name);
-            loggers.emplace_back(logger, logger->level());
-            logger->set_level(spdlog::level::debug);
-            logger->sinks().push_back(log);
-        }
+        log = std::make_shared<LogLines>(
+            std::initializer_list<const char*>{"kopf.engines.peering", "kopf.engines.leases"});
     }
     void TearDown() override {
         HandlingTest::TearDown();
-        for (auto& [logger, level] : loggers) {
-            auto& sinks = logger->sinks();
-            sinks.erase(std::remove(sinks.begin(), sinks.end(), log), sinks.end());
-            logger->set_level(level);
-        }
+        log = nullptr;
     }
 
     // deploy/peering.yaml's CRDs and "default" objects (in the namespace "default").
@@ -166,14 +123,14 @@ class Peering : public HandlingTest {
         });
     }
 
-    std::shared_ptr<PeeringLog> log;
-    std::vector<std::pair<std::shared_ptr<spdlog::logger>, spdlog::level::level_enum>> loggers;
+    // The peering engine's log lines (all operators of the process).
+    std::shared_ptr<LogLines> log;
 };
 
 // Records each handled value of spec.field with whether the operator said it paused and
 // resumed by then.
 void record_fields(Registry& registry, const std::shared_ptr<Calls>& calls,
-                   const std::shared_ptr<PeeringLog>& log, const std::string& id = "fields") {
+                   const std::shared_ptr<LogLines>& log, const std::string& id = "fields") {
     on::event(registry, "kopfexamples", {.id = id}, [calls, log, id](Context& ctx) {
         if (ctx.type == "DELETED") return;
         calls->add(id, {{"field", ctx.spec.value("field", "")},

@@ -15,6 +15,7 @@
 
 #include "kits/certificates.hpp"
 #include "net/admission_client.hpp"
+#include "support/log_lines.hpp"
 
 namespace kopf::testing {
 namespace {
@@ -194,12 +195,45 @@ TEST_F(Webhooks, WrongPathsAndMethodsAreRefused) {
     EXPECT_TRUE(recorder.requests.empty());
 }
 
-TEST_F(Webhooks, OversizedBodiesAreRefused) {
+TEST_F(Webhooks, OversizedBodiesAreRefusedWith413AndLogged) {
+    LogLines log({"kopf.kits.webhooks"});
     WebhookServer server({.addr = "127.0.0.1"});
     start(server);
     auto reply = post(*config->url + "/x", config->ca_bundle, std::string(9 * 1024 * 1024, ' '));
-    if (reply.reached) EXPECT_EQ(reply.status, 413);
+    ASSERT_TRUE(reply.reached) << reply.error;
+    EXPECT_EQ(reply.status, 413);
+    EXPECT_EQ(json::parse(reply.body)["message"], "The request body is too large.");
     EXPECT_TRUE(recorder.requests.empty());
+    EXPECT_TRUE(log.contains("is refused: its body exceeds 8388608 bytes.")) << log.text();
+    // The server goes on serving.
+    EXPECT_EQ(post(*config->url + "/x", config->ca_bundle).status, 200);
+}
+
+TEST_F(Webhooks, HandshakesWithoutARequiredClientCertificateFailAndAreLogged) {
+    if (!shell("command -v openssl curl")) GTEST_SKIP() << "openssl or curl is not installed";
+    LogLines log({"kopf.kits.webhooks"});
+    const std::string key = (dir / "client-key.pem").string();
+    const std::string cert = (dir / "client-cert.pem").string();
+    ASSERT_TRUE(
+        shell("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+              "-days 1 -keyout " +
+              key + " -out " + cert + " -subj '/CN=apiserver'"));
+    WebhookServer server({.addr = "127.0.0.1",
+                          .cadump = (dir / "ca.pem").string(),
+                          .verify_mode = VerifyMode::REQUIRED,
+                          .verify_cafile = cert});
+    start(server);
+    const std::string curl = "curl -sS --cacert " + (dir / "ca.pem").string() + " -d '{}' ";
+    EXPECT_FALSE(shell(curl + *config->url + "/x"));  // the TLS alert: no HTTP answer
+    EXPECT_TRUE(recorder.requests.empty());
+    ASSERT_TRUE(shell("sleep 0.2"));  // the server logs after the client has seen the alert
+    EXPECT_TRUE(log.contains("A TLS handshake from 127.0.0.1:")) << log.text();
+    EXPECT_TRUE(log.contains("certificate")) << log.text();
+    // With one: served.
+    const auto answer =
+        shell(curl + "--cert " + cert + " --key " + key + " " + *config->url + "/x");
+    ASSERT_TRUE(answer.has_value());
+    EXPECT_EQ(json::parse(*answer)["webhook"], "x");
 }
 
 TEST_F(Webhooks, CertificatesWithoutKeysAndBadAddressesAreRefused) {

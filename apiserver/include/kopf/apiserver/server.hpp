@@ -44,7 +44,7 @@ struct ServerOptions {
     // webhooks, and the pieces of large list bodies. Other requests are handled on the
     // network threads. 0 does everything on the network threads.
     int handler_threads = 8;
-    // Serve POST /_kopf/faults (JSON: failNext {count,status,retryAfterSeconds},
+    // Serve POST /_kopf/faults (JSON: failNext {count,status,retryAfterSeconds,pathContains},
     // delayMilliseconds, dropWatches, compactHistory, stallWatches) to the admin token, or
     // to loopback clients on plain HTTP. `kopf apiserver` turns it on.
     bool admin_endpoint = false;
@@ -76,12 +76,15 @@ class Server {
 
     // Fault injection for tests. fail_next_requests: the next `count` requests get
     // `status` with a Kubernetes Status body (500 InternalError, 503 ServiceUnavailable,
-    // 429 TooManyRequests, ...) and a Retry-After header when retry_after_seconds > 0.
+    // 429 TooManyRequests, 422 Invalid, ...) and a Retry-After header when
+    // retry_after_seconds > 0; with `path_contains`, only the requests whose path contains it
+    // (e.g. "webhookconfigurations") count and fail.
     // delay_responses: every request waits this long before it is handled (0: off).
     void drop_watches();
     void compact_history();
     void stall_watches(bool stalled);
-    void fail_next_requests(int count, int status, int retry_after_seconds = 0);
+    void fail_next_requests(int count, int status, int retry_after_seconds = 0,
+                            const std::string& path_contains = "");
     // How many of the requests to fail are still to come (a test waits for its fault to land).
     int failing_requests_left() const;
     void delay_responses(std::chrono::milliseconds delay);

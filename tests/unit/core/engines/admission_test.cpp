@@ -11,6 +11,7 @@
 
 #include "clients/kubeconfig.hpp"
 #include "loop/virtual_executor.hpp"
+#include "support/log_lines.hpp"
 
 namespace kopf::testing {
 namespace {
@@ -303,6 +304,36 @@ TEST_F(Admission, UnknownApiVersionsAreBadRequests) {
     EXPECT_EQ(response.status, 400);
     EXPECT_NE(response.body["message"].get<std::string>().find("admission.k8s.io/v2"),
               std::string::npos);
+}
+
+// Each bad request gets a Status naming what is wrong, and an ERROR line saying the same.
+TEST_F(Admission, BadRequestsAreAnsweredAndLoggedNamingTheProblem) {
+    on::validate check(registry, "kopfexamples", {.id = "check"}, [](AdmissionContext&) {});
+    LogLines log({"kopf.engines.admission"});
+    json v2 = review("CREATE", example());
+    v2["apiVersion"] = "admission.k8s.io/v2";
+    json not_a_review = review("CREATE", example());
+    not_a_review["kind"] = "ConfigMap";
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"{not json", "not a JSON object"},
+        {"[1, 2]", "not a JSON object"},
+        {not_a_review.dump(), "kind is 'ConfigMap'"},
+        {v2.dump(), "Unsupported AdmissionReview apiVersion 'admission.k8s.io/v2'"},
+        {R"({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"})", "has no request"},
+    };
+    for (const auto& [body, problem] : cases) {
+        engines::AdmissionEnv env{registry, settings, memo};
+        WebhookRequest request;
+        request.body = body;
+        request.webhook = "check";
+        auto response = loop::run_sync(engines::serve_admission_request(env, request));
+        EXPECT_EQ(response.status, 400) << body;
+        EXPECT_EQ(response.body["kind"], "Status");
+        EXPECT_NE(response.body["message"].get<std::string>().find(problem), std::string::npos)
+            << response.body.dump();
+        EXPECT_TRUE(log.contains("Bad admission request for 'check': ")) << log.text();
+        EXPECT_TRUE(log.contains(problem)) << log.text();
+    }
 }
 
 TEST_F(Admission, ReviewsWithoutObjectsOrUsersAreBadRequests) {
