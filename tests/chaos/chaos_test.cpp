@@ -142,7 +142,7 @@ std::vector<std::vector<Fault>> make_schedule(std::uint64_t seed, int phases) {
         std::swap(faults[i], faults[static_cast<std::size_t>(between(0, static_cast<int>(i)))]);
     }
     for (auto& fault : faults) {
-        fault.pause = std::chrono::milliseconds(between(200, 1200));
+        fault.pause = std::chrono::milliseconds(between(50, 400));
         switch (fault.kind) {
             case Kind::fail500:
                 fault.count = between(3, 20);
