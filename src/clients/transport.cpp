@@ -605,8 +605,15 @@ asio::awaitable<HttpResponse> Transport::request(const ConnectionInfo& credentia
             } catch (const boost::system::system_error& e) {
                 connection->close();
                 const bool timed_out = connection->timed_out || e.code() == beast::error::timeout;
-                // A kept-alive connection may have been closed by the server meanwhile.
-                if (connection->reused && attempt == 0 && !timed_out) continue;
+                // A kept-alive connection may have been closed by the server meanwhile. Then the
+                // other idle ones most likely were too (a restarted server closed them all):
+                // they are dropped, and the request goes on over a fresh connection instead of
+                // spending its attempts on them one by one.
+                if (connection->reused && attempt == 0 && !timed_out) {
+                    for (auto& idle : pool.idle) idle->close();
+                    pool.idle.clear();
+                    continue;
+                }
                 std::string reason = timed_out ? "request timeout" : e.what();
                 throw ConnectionError(fmt::format("{} {} failed: {}", r.method, r.target, reason));
             }

@@ -4,6 +4,8 @@
 // ApiCore::handle().
 #include "kopf/apiserver/server.hpp"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -46,6 +48,14 @@ namespace http = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// The server's sockets are not inherited by the children its process starts (Asio opens them
+// without SOCK_CLOEXEC): a test that runs an operator process beside an in-process server
+// could not restart the server on its port while the child held the listening socket.
+void keep_from_children(int fd) {
+    const int flags = ::fcntl(fd, F_GETFD);
+    if (flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+}
 // The time a request's body may take to arrive (kube-apiserver's default request timeout).
 constexpr std::chrono::milliseconds kBodyTimeout{60'000};
 // Watch writes closer together than this are batched by waiting kGatherFor before the next.
@@ -299,6 +309,7 @@ void Server::Impl::start() {
     }
     tcp::endpoint endpoint(address, static_cast<unsigned short>(options.port));
     acceptor->open(endpoint.protocol());
+    keep_from_children(acceptor->native_handle());
     acceptor->set_option(asio::socket_base::reuse_address(true));
     acceptor->bind(endpoint, ec);
     if (ec) {
@@ -375,6 +386,7 @@ asio::awaitable<void> Server::Impl::accept_loop() {
         auto [ec, socket] = co_await acceptor->async_accept(strand, use_tuple);
         if (ec == asio::error::operation_aborted || !acceptor->is_open()) co_return;
         if (ec) continue;  // e.g. too many open files: keep serving the others
+        keep_from_children(socket.native_handle());
         boost::system::error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);
         auto remote = socket.remote_endpoint(ignored);

@@ -248,6 +248,11 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
     Patch& patch = out.patch;
     patch.fns = std::move(memory.remaining_fns);
     memory.remaining_fns.clear();
+    // Leftover transformations (a guarded JSON patch that conflicted) that this body already
+    // shows leave nothing to do: their first attempt was applied although its answer was lost
+    // (e.g. to a server that stopped after writing it). Kept, they would hold the handlers back
+    // until yet another event, which may never come.
+    if (!patch.fns.empty() && patch.build_json_patch(body).empty()) patch.fns.clear();
     const bool patch_initially_empty = patch.empty();
 
     Logger& logger = object_logger(env, memory, body);

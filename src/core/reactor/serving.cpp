@@ -72,7 +72,8 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
           settings(settings),
           posting(std::move(posting_context)),
           vault(std::make_shared<structs::Vault>()),
-          api(io.get_executor(), vault, std::move(login), configs::client_settings(settings)),
+          login(std::move(login)),
+          api(io.get_executor(), vault, this->login, configs::client_settings(settings)),
           env{registry, settings, actions::lifecycles::asap, [] { return actions::Clock::now(); },
               [posting = posting](const json& body) -> std::shared_ptr<Logger> {
                   return std::make_shared<ObjectLogger>(ObjectRef::from_body(body), posting);
@@ -372,8 +373,10 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         clients::ClientSettings probe_settings = configs::client_settings(settings);
         probe_settings.error_backoffs.clear();
         // Kept for the operator's lifetime: its pooled connections may outlive this request.
-        probe = std::make_unique<clients::ApiClient>(io.get_executor(), vault, clients::ReloginFn{},
-                                                     probe_settings);
+        // It logs in again on a 401, as the operator's client does: credentials that turn
+        // invalid during the start (a rotated token) are renewed, not retried forever.
+        probe =
+            std::make_unique<clients::ApiClient>(io.get_executor(), vault, login, probe_settings);
         probe->set_meter(metrics.get());
         const auto& backoffs = settings.networking.error_backoffs;
         for (std::size_t attempt = 0;; ++attempt) {
@@ -476,6 +479,8 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     std::shared_ptr<PostingContext> posting;
     std::optional<std::size_t> process_wakeup;  // on the queue of Events outside any operator
     std::shared_ptr<structs::Vault> vault;
+    // The login handlers, run again when no valid credentials are left (a 401).
+    std::function<std::map<std::string, ConnectionInfo>()> login;
     clients::ApiClient api;
     std::unique_ptr<clients::ApiClient> probe;
     std::optional<asio::steady_timer> retry_timer;  // between attempts to reach the API server

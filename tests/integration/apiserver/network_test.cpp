@@ -175,6 +175,22 @@ TEST(Network, TlsKubeconfigCarriesTheCaAndTheAdminToken) {
     EXPECT_EQ(config["users"][0]["user"]["token"].as<std::string>(), test.server().admin_token());
 }
 
+// A child process started while the server runs (an operator under test) does not inherit its
+// listening socket, so the server restarts on the same port while the child lives on.
+TEST(Network, RestartsOnItsPortWhileAChildStartedMeanwhileStillRuns) {
+    ServerOptions options;
+    auto first = std::make_unique<Server>(options);
+    first->start();
+    options.port = first->port();
+    EXPECT_EQ(curl_request(first->url(), "GET", "/version").status, 200);
+    Process child({"sleep", "30"});
+    first->stop();
+    first.reset();
+    Server second(options);
+    EXPECT_NO_THROW(second.start());
+    EXPECT_EQ(curl_request(second.url(), "GET", "/version").status, 200);
+}
+
 TEST(Network, BodiesAboveTheLimitGet413WithAStatusBody) {
     ServerOptions options;
     options.max_body_bytes = 1024;

@@ -1,6 +1,9 @@
 // Server errors, throttling and connection failures are retried per error_backoffs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "support/fixture.hpp"
 
 namespace kopf::testing {
@@ -116,6 +119,37 @@ TEST_F(Retries, PoolLimitOfOneServesConcurrentRequests) {
         return true;
     });
     for (auto& r : results) EXPECT_TRUE(r.get().contains("gitVersion"));
+}
+
+// After the API server restarts, every kept-alive connection in the pool is dead. A request
+// must not spend its attempts drawing them one by one (with many pooled connections, all its
+// retries ran out and it escalated while the new server was up): the first dead one tells the
+// others are dead too, and the request goes on over a fresh connection.
+TEST_F(Retries, AServerRestartCostsNoAttemptsOnTheDeadPooledConnections) {
+    apiserver::ServerOptions options;
+    auto plain = std::make_unique<apiserver::Server>(options);
+    plain->start();
+    options.port = plain->port();
+    ConnectionInfo anonymous;
+    anonymous.server = plain->url();
+    auto settings = fast_settings();
+    settings.error_backoffs = {};  // no retries but the transport's own
+    auto api = make_client(anonymous, settings);
+    std::vector<std::future<json>> warm;
+    for (int i = 0; i < 8; ++i) {
+        warm.push_back(asio::co_spawn(io, api->read_version(), asio::use_future));
+    }
+    ASSERT_TRUE(drive([&] {
+        return std::all_of(warm.begin(), warm.end(), [](auto& result) {
+            return result.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+        });
+    }));
+    for (auto& result : warm) ASSERT_TRUE(result.get().contains("gitVersion"));
+
+    plain->stop();
+    plain = std::make_unique<apiserver::Server>(options);
+    plain->start();
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(run(api->read_version()).contains("gitVersion"));
 }
 
 }  // namespace

@@ -55,6 +55,26 @@ TEST_F(Relogin, OperatorSurvivesRepeated401sAndKeepsHandling) {
     EXPECT_EQ(operator_->stop(), "");
 }
 
+// Credentials refused while the operator starts (a token rotated meanwhile) are renewed by the
+// login handlers, as later on; the start was retried forever with the refused ones.
+TEST_F(Relogin, A401WhileTheOperatorStartsIsFollowedByALogin) {
+    Calls calls;
+    Registry registry;
+    on::login login(registry, {.id = "login_fn"},
+                    [&calls](ActivityContext&) -> std::optional<ConnectionInfo> {
+                        calls.add("login");
+                        return login_with_kubeconfig();
+                    });
+    on::create created(registry, "kopfexamples", {.id = "create_fn"},
+                       [&calls](Context& ctx) { calls.add(ctx.name); });
+    server->fail_next_requests(1, 401);  // the first request: the check that the server is there
+    auto operator_ = start_operator(registry);
+    EXPECT_EQ(calls.count("login"), 2);
+    create(example("kex-after-start", {}));
+    EXPECT_TRUE(eventually([&] { return calls.count("kex-after-start") == 1; }));
+    EXPECT_EQ(operator_->stop(), "");
+}
+
 // As Kopf's vault: every login handler's credentials are kept; a 401 invalidates only the ones
 // used (the highest priority), the next ones carry on, and the login handlers run again only
 // when none is left. A login handler may be a coroutine.

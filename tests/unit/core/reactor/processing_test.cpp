@@ -886,6 +886,26 @@ TEST(Application, FinalizerGuardConflictsAreKeptForTheNextEvent) {
     EXPECT_EQ(again.json_patch()[1]["path"], "/metadata/finalizers");
 }
 
+// The guarded patch may have been applied although its answer was lost (a server that stopped
+// after writing it): its retry then conflicts, and the next event already shows the finalizer.
+// That event is consistent: its handlers run (waiting for yet another event left the object
+// unhandled for good, as no more came).
+TEST(Application, AFinalizerConflictWhoseChangeHasLandedDoesNotHoldTheHandlers) {
+    Harness h;
+    int created = 0;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "c"}, [&](kopf::Context&) { ++created; });
+    kopf::on::delete_(h.registry, "kopfexamples", {.id = "d"}, [](kopf::Context&) {});
+    RecordingApplier api{h.body};
+    api.conflict_on_json_patch = true;
+    auto out = h.process("ADDED");
+    apply(h, api, out);
+    h.body["metadata"]["finalizers"] = {FINALIZER};
+    h.body["metadata"]["resourceVersion"] = "101";
+    auto next = h.process();
+    EXPECT_EQ(created, 1);
+    EXPECT_TRUE(next.json_patch().empty()) << next.json_patch();
+}
+
 TEST(Application, DelaysWithoutPatchesAskForAWakeUp) {
     Harness h;
     kopf::on::create(h.registry, "kopfexamples", {.id = "fn"},
