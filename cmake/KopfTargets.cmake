@@ -18,7 +18,12 @@ function(kopf_add_test_dir dir)
     target_compile_definitions(${target} PRIVATE
       KOPF_SOURCE_DIR="${PROJECT_SOURCE_DIR}" KOPF_BINARY_DIR="${PROJECT_BINARY_DIR}"
       KOPF_CXX_COMPILER="${CMAKE_CXX_COMPILER}")
+    # KOPF_TEST_TIMEOUT, when the caller sets it, for tests that build images and the like.
+    set(timeout 300)
+    if(KOPF_TEST_TIMEOUT)
+      set(timeout ${KOPF_TEST_TIMEOUT})
+    endif()
     gtest_discover_tests(${target} TEST_PREFIX "${rel}/" DISCOVERY_MODE PRE_TEST
-                         PROPERTIES LABELS "${rel}" TIMEOUT 300)
+                         PROPERTIES LABELS "${rel}" TIMEOUT ${timeout})
   endforeach()
 endfunction()

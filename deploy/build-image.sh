@@ -2,7 +2,8 @@
 # Builds the image of an operator with deploy/Dockerfile:
 #   deploy/build-image.sh OPERATOR.cpp [TAG]      (default tag: kopf-operator:latest)
 # The Kopf++ package must be built first (scripts/install-package.sh, or cpack -G DEB in
-# build/). The builder is $BUILDER, else the first of buildah, podman and docker found.
+# build/). The builder is $BUILDER, else the first of buildah, podman and docker found; $BASE
+# replaces the Dockerfile's base image (e.g. one imported locally where no registry is reachable).
 set -eu
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SOURCE="${1:?usage: deploy/build-image.sh OPERATOR.cpp [TAG]}"
@@ -33,8 +34,10 @@ find_package(kopf REQUIRED)
 add_executable(operator handlers.cpp main.cpp)
 target_link_libraries(operator PRIVATE kopf::kopf)
 CMAKE
+set -- -t "$TAG" -f "$ROOT/deploy/Dockerfile"
+if [ -n "${BASE:-}" ]; then set -- "$@" --build-arg "BASE=$BASE"; fi
 case "$BUILDER" in
-  buildah) buildah bud --layers -t "$TAG" -f "$ROOT/deploy/Dockerfile" "$CONTEXT" ;;
-  *) "$BUILDER" build -t "$TAG" -f "$ROOT/deploy/Dockerfile" "$CONTEXT" ;;
+  buildah) buildah bud --layers "$@" "$CONTEXT" ;;
+  *) "$BUILDER" build "$@" "$CONTEXT" ;;
 esac
 echo "build-image: built $TAG with $BUILDER"

@@ -9,6 +9,7 @@ PACKAGES="
   libssl-dev openssl nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
   libsqlite3-dev libmimalloc-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
   prometheus-cpp-dev prometheus
+  buildah mmdebstrap uidmap fuse-overlayfs
   python3 python3-kubernetes python3-yaml curl ca-certificates
 "
 
