@@ -253,6 +253,14 @@ struct Metrics::Impl {
             .Help("Values in an in-memory index (all its keys' stores), by index id.")
             .Register(registry);
 
+    Family<Gauge>& paused =
+        BuildGauge()
+            .Name("kopf_paused")
+            .Help(
+                "1 while the operator is paused by a peer of a higher priority, a freeze or the "
+                "Lease held by another replica, else 0.")
+            .Register(registry);
+
     Family<Counter>& reviews =
         BuildCounter()
             .Name("kopf_admission_reviews_total")
@@ -287,6 +295,7 @@ struct Metrics::Impl {
         {"kopf_queue_depth", &queue_depth}, {"kopf_workers_busy", &workers_busy},
         {"kopf_workers", &workers},         {"kopf_daemons_running", &daemons},
         {"kopf_index_keys", &index_keys},   {"kopf_index_values", &index_values},
+        {"kopf_paused", &paused},
     };
 
     // Sets the gauges of state at a scrape; those set at the previous one and not at this one

@@ -121,6 +121,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
                 gauges.set("kopf_daemons_running", "kind", "timer", double(timers));
             }
             if (indexing) indexing->measure(gauges);
+            gauges.set("kopf_paused", "", "", pause.paused() ? 1.0 : 0.0);
         });
     }
 

@@ -195,15 +195,26 @@ TEST_F(Peering, AHigherKopfPeerPausesTheOperatorUntilItsEntryIsRemoved) {
     Registry registry;
     auto calls = std::make_shared<Calls>();
     record_fields(registry, calls, log);
-    auto operator_ = start_peering(registry, peering_settings(0), "kopfpp-low");
+    const int metrics_port = free_port();
+    auto operator_ = start_peering(
+        registry, peering_settings(0), "kopfpp-low", [metrics_port](RunOptions& options) {
+            options.metrics_endpoint =
+                "http://127.0.0.1:" + std::to_string(metrics_port) + "/metrics";
+        });
+    const auto scraped_paused = [metrics_port](const char* value) {
+        return http_get(metrics_port, "/metrics").find(std::string("\nkopf_paused ") + value) !=
+               std::string::npos;
+    };
     create(example("kex-mixed", {{"field", "before"}}));
     ASSERT_TRUE(eventually([&] { return handled(*calls, "before"); }));
+    EXPECT_TRUE(scraped_paused("0"));
 
     const std::string kopf_id = "kopf@workstation/20261126050000/x7q";
     write_peer(kopf_id, 100, 60, std::chrono::system_clock::now());
     ASSERT_TRUE(eventually([&] {
         return log->contains("Pausing operations in favour of [<Peer " + kopf_id);
     })) << log->text();
+    EXPECT_TRUE(eventually([&] { return scraped_paused("1"); }));  // what alerts can watch
     patch("kex-mixed", {{"spec", {{"field", "during"}}}});
     // Kopf's exit: its entry is removed; the operator resumes and sees the change then.
     remove_peer(kopf_id);
@@ -214,6 +225,7 @@ TEST_F(Peering, AHigherKopfPeerPausesTheOperatorUntilItsEntryIsRemoved) {
     EXPECT_TRUE(log->contains(
         "Resuming operations after the pause. Conflicting operators with the same priority are "
         "gone."));
+    EXPECT_TRUE(eventually([&] { return scraped_paused("0"); }));
 }
 
 TEST_F(Peering, TheOperatorResumesWhenTheHigherPeerExpiresAndCleansItsEntry) {
