@@ -167,6 +167,13 @@ struct Metrics::Impl {
             .Name("kopf_watch_events_total")
             .Help("Watch events received, by resource (including our own patches' echoes).")
             .Register(registry);
+    Family<Counter>& batched =
+        BuildCounter()
+            .Name("kopf_watch_events_batched_total")
+            .Help(
+                "Watch events replaced by a newer event of their object before processing, by "
+                "resource (only the newest event of an object is processed).")
+            .Register(registry);
     Family<Gauge>& queue_depth =
         BuildGauge()
             .Name("kopf_queue_depth")
@@ -438,7 +445,8 @@ void Metrics::invoked(const std::string& id, actions::HandlerOutcome outcome, do
 
 ResourceMeters Metrics::resource(const std::string& name) {
     std::lock_guard lock(impl_->mutex);
-    return ResourceMeters{&impl_->events.Add({{"resource", name}})};
+    return ResourceMeters{&impl_->events.Add({{"resource", name}}),
+                          &impl_->batched.Add({{"resource", name}})};
 }
 
 void Metrics::reviewed(const std::string& id, std::string_view outcome, double seconds) {

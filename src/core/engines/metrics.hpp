@@ -26,7 +26,8 @@ namespace kopf::engines {
 
 // The counters of one served resource's objects (resolved once per resource).
 struct ResourceMeters {
-    prometheus::Counter* events = nullptr;  // watch events received (also those dropped unparsed)
+    prometheus::Counter* events = nullptr;   // watch events received (also those dropped unparsed)
+    prometheus::Counter* batched = nullptr;  // events replaced by a newer one before processing
 };
 
 class Metrics final : public clients::ApiMeter, public actions::HandlerMeter {

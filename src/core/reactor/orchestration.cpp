@@ -207,7 +207,7 @@ void Orchestration::enqueue(const std::shared_ptr<ServedKind>& kind, clients::Wa
     json raw(json::value_t::object);
     raw["type"] = event.type.empty() ? json() : json(std::move(event.type));
     raw["object"] = std::move(event.object);
-    queues.push(key, std::move(raw));
+    if (queues.push(key, std::move(raw)) && kind->meters.batched) kind->meters.batched->Increment();
 }
 
 }  // namespace kopf::runtime

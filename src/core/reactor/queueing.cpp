@@ -53,11 +53,12 @@ bool ObjectQueues::has_slot() const {
            running_ < static_cast<std::size_t>(*options_.worker_limit);
 }
 
-void ObjectQueues::push(const std::string& key, json event) {
-    if (stopping_) return;
+bool ObjectQueues::push(const std::string& key, json event) {
+    if (stopping_) return false;
     auto [it, created] = workers_.try_emplace(key);
     Worker& worker = it->second;
     const auto version = resource_version_of(event);
+    const bool batched = worker.latest.has_value();
     worker.latest = std::move(event);
     if (created) {
         if (has_slot()) {
@@ -66,7 +67,7 @@ void ObjectQueues::push(const std::string& key, json event) {
         } else {
             waiting_.push_back(key);
         }
-        return;
+        return batched;
     }
     switch (worker.state) {
         case State::idle:
@@ -98,6 +99,7 @@ void ObjectQueues::push(const std::string& key, json event) {
         case State::waiting_for_slot:
             break;
     }
+    return batched;
 }
 
 void ObjectQueues::process(const std::string& key, Worker& worker) {

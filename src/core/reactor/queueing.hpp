@@ -56,7 +56,9 @@ class ObjectQueues {
     ObjectQueues& operator=(const ObjectQueues&) = delete;
 
     // A watch event ({"type": ..., "object": {...}}) for the object identified by `key`.
-    void push(const std::string& key, json event);
+    // Returns true when it replaced an event not processed yet (batched: only the newest
+    // event of an object is processed).
+    bool push(const std::string& key, json event);
 
     // Drops the event of our own patch of this resourceVersion if it is awaited and would
     // change nothing (see Done), without it ever being parsed; returns the key of its object,

@@ -95,6 +95,10 @@ TEST_F(Metrics, SeriesMoveAsObjectsAreHandledAndPassPromtool) {
         },
         20s))
         << text;
+    // Batching is counted per resource (how many depends on timing; sample() is -1 if absent).
+    EXPECT_GE(
+        sample(text, R"(kopf_watch_events_batched_total{resource="kopfexamples.v1.kopf.dev"})"), 0)
+        << text;
     EXPECT_EQ(
         sample(text, R"(kopf_handler_invocations_total{handler="flaky",outcome="temporary"})"), 3);
     EXPECT_EQ(
