@@ -334,6 +334,22 @@ TEST(Objects, ServerSideApplyCreatesThenMerges) {
     EXPECT_EQ(r2.body["data"]["c"], "d");
 }
 
+// Found by fuzzing: an applied metadata that is not a mapping was read as one (a 500).
+TEST(Objects, ApplyOfMetadataThatIsNotAMappingIsInvalid) {
+    ApiCore core({});
+    post(core, kCms, configmap("ssa"));
+    auto r = call(
+        core, request("PATCH", kCms + "/ssa", "apiVersion: v1\nkind: ConfigMap\nmetadata: ssa\n",
+                      "application/apply-patch+yaml", {{"fieldManager", "kubectl"}}));
+    EXPECT_EQ(r.status, 422) << r.raw;
+    auto scalar =
+        call(core, request("PATCH", kCms + "/ssa", "just text", "application/apply-patch+yaml",
+                           {{"fieldManager", "kubectl"}}));
+    EXPECT_EQ(scalar.status, 400) << scalar.raw;
+    auto named = patch(core, kCms + "/ssa", {{"metadata", {{"name", 5}}}});
+    EXPECT_EQ(named.status, 400) << named.raw;
+}
+
 TEST(Objects, ApplyWithoutFieldManagerIsInvalid) {
     ApiCore core({});
     auto r = call(core, request("PATCH", kCms + "/ssa", "{}", "application/apply-patch+yaml"));
