@@ -350,6 +350,14 @@ TEST(Objects, ApplyOfMetadataThatIsNotAMappingIsInvalid) {
     EXPECT_EQ(named.status, 400) << named.raw;
 }
 
+// Found by fuzzing: a number beyond a double's range was a 500 (nlohmann's out_of_range).
+TEST(Objects, ANumberOutOfRangeInABodyIsABadRequest) {
+    ApiCore core({});
+    auto r = call(core, request("POST", kCms, R"({"data":{"a":8e880}})"));
+    EXPECT_EQ(r.status, 400) << r.raw;
+    EXPECT_NE(r.raw.find("number overflow"), std::string::npos) << r.raw;
+}
+
 TEST(Objects, ApplyWithoutFieldManagerIsInvalid) {
     ApiCore core({});
     auto r = call(core, request("PATCH", kCms + "/ssa", "{}", "application/apply-patch+yaml"));
