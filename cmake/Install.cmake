@@ -49,9 +49,6 @@ file(RELATIVE_PATH KOPF_PC_PREFIX_FROM_PCDIR
   /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
 string(REGEX REPLACE "/$" "" KOPF_PC_PREFIX_FROM_PCDIR "${KOPF_PC_PREFIX_FROM_PCDIR}")
 # A sanitizer build of libkopf needs the sanitizer runtime linked first into every program.
-set(KOPF_PC_SANITIZER_LIBS "")
-if(KOPF_SANITIZE)
-  set(KOPF_PC_SANITIZER_LIBS "-fsanitize=address,undefined")
-endif()
+set(KOPF_PC_SANITIZER_LIBS "${KOPF_SANITIZER_FLAGS}")
 configure_file(${KOPF_ROOT_DIR}/cmake/kopf.pc.in ${CMAKE_CURRENT_BINARY_DIR}/kopf.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kopf.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

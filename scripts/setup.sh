@@ -5,6 +5,7 @@ set -eu
 
 PACKAGES="
   build-essential cmake ninja-build ccache git pkg-config clang-format clang-tidy-16
+  clang-16 libclang-rt-16-dev llvm
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libboost-system1.81-dev
   libssl-dev openssl nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
   libsqlite3-dev libmimalloc-dev libgtest-dev libgmock-dev googletest libbenchmark-dev

@@ -1,8 +1,10 @@
 #!/bin/sh
 # Runs the whole test suite from a clean checkout: installs dependencies, checks the formatting
-# and clang-tidy's checks, builds under AddressSanitizer+UndefinedBehaviorSanitizer and runs the
-# tests there, then builds the optimised tree, builds and installs its Debian package (which the
-# e2e Package tests use), and runs every test again (its summary is the last line).
+# and clang-tidy's checks; builds with clang-16 under AddressSanitizer+UndefinedBehaviorSanitizer
+# and runs the tests there, with each libFuzzer target for a bounded time (ctest label `fuzz`);
+# builds the tests of threads and the loop under ThreadSanitizer (g++) and runs them; then builds
+# the optimised tree (g++), builds and installs its Debian package (which the e2e Package and
+# image tests use), and runs every test again (its summary is the last line).
 set -eu
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -13,6 +15,10 @@ cmake --preset default
 cmake --preset asan
 cmake --build --preset asan
 ctest --preset asan
+
+cmake --preset tsan
+cmake --build --preset tsan
+ctest --preset tsan
 
 cmake --preset default
 cmake --build --preset default

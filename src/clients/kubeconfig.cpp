@@ -185,7 +185,15 @@ std::chrono::system_clock::time_point parse_rfc3339(const std::string& text) {
     } else {
         throw std::invalid_argument(fmt::format("'{}' has no valid time zone", text));
     }
-    std::time_t seconds = timegm(&tm) - offset;
+    const std::time_t seconds = timegm(&tm) - offset;
+    // The clock counts nanoseconds in 64 bits (the years 1677 to 2262): converting a time outside
+    // would overflow.
+    constexpr std::time_t latest =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::duration::max())
+            .count() -
+        1;
+    if (seconds > latest || seconds < -latest)
+        throw std::invalid_argument(fmt::format("'{}' is out of the range of timestamps", text));
     return std::chrono::system_clock::from_time_t(seconds);
 }
 

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstddef>
+#include <kopf/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace kopf::clients {
 
@@ -51,5 +53,22 @@ class LineSplitter {
     std::size_t max_line_bytes_;
     std::string tail_;
 };
+
+// One line of a watch stream, decoded: the event's type ("ADDED", "MODIFIED", "DELETED",
+// "BOOKMARK", "ERROR", or whatever else the server sent; "" if not a string), its object, and
+// the object's metadata.resourceVersion ("" if absent or not a string).
+struct WatchLine {
+    std::string type;
+    json object;
+    std::string resource_version;
+};
+
+// Throws WatchingError naming `stream` for a line that is not a JSON object with an "object".
+// Fields of other types than expected are taken as absent, never thrown as type errors: the
+// line comes from the network.
+WatchLine decode_watch_line(std::string_view line, const std::string& stream);
+
+// The code and message of an ERROR event's object (a Status): 0 and "" where absent.
+std::pair<int, std::string> watch_error_status(const json& object);
 
 }  // namespace kopf::clients

@@ -92,23 +92,15 @@ struct ApiClient::Watcher {
                 }
             }
         }
-        auto event = parse_json_or_discarded(line);
-        if (event.is_discarded() || !event.is_object() || !event.contains("object")) {
-            throw WatchingError(fmt::format("Malformed line in the watch stream of {}: {}", name,
-                                            std::string(line.substr(0, 200))));
-        }
-        std::string type = event.value("type", "");
-        json& object = event["object"];
-        std::string version;
-        if (object.is_object() && object.contains("metadata") && object["metadata"].is_object()) {
-            version = object["metadata"].value("resourceVersion", "");
-        }
+        WatchLine event = decode_watch_line(line, name);
+        const std::string& type = event.type;
+        json& object = event.object;
+        const std::string& version = event.resource_version;
         if (type == "BOOKMARK") {
             count(meters.bookmarks);
             if (!version.empty()) resource_version = version;
         } else if (type == "ERROR") {
-            int code = object.is_object() ? object.value("code", 0) : 0;
-            std::string text = object.is_object() ? object.value("message", "") : "";
+            const auto [code, text] = watch_error_status(object);
             if (code == 410)
                 throw GoneError(410, object, what, fmt::format("{}: 410 Gone: {}", what, text));
             throw WatchingError(

@@ -53,7 +53,12 @@ std::optional<Clock::time_point> parse_iso8601(const std::string& s) {
     tm.tm_hour = h;
     tm.tm_min = mi;
     tm.tm_sec = sec;
-    std::time_t t = timegm(&tm) - offset;
+    const std::time_t t = timegm(&tm) - offset;
+    // The clock counts nanoseconds in 64 bits (the years 1677 to 2262): a time outside is not a
+    // timestamp of ours (anyone may edit an annotation), and converting it would overflow.
+    constexpr std::time_t latest =
+        std::chrono::duration_cast<std::chrono::seconds>(Clock::duration::max()).count() - 1;
+    if (t > latest || t < -latest) return std::nullopt;
     return Clock::from_time_t(t) + std::chrono::microseconds(micros);
 }
 

@@ -76,7 +76,7 @@ TEST_F(DaemonExamples, DaemonsRetryPingAndExitBeforeTheObjectIsReleased) {
         const json object = get_object();
         const json message =
             object.is_object() ? object.value("/status/message"_json_pointer, json()) : json();
-        if (message.is_string() && (messages.empty() || messages.back() != message)) {
+        if (message.is_string() && (messages.empty() || message != messages.back())) {
             messages.push_back(message.get<std::string>());
         }
         return op->log().find(kSyncPing) != std::string::npos &&

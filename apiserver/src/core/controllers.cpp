@@ -38,8 +38,8 @@ void set_condition(json& status, const json& cond) {
     json& conds = status["conditions"];
     if (!conds.is_array()) conds = json::array();
     for (auto& c : conds)
-        if (c.value("type", "") == cond["type"]) {
-            if (c.value("status", "") != cond["status"] || c.value("reason", "") != cond["reason"])
+        if (cond["type"] == c.value("type", "")) {
+            if (cond["status"] != c.value("status", "") || cond["reason"] != c.value("reason", ""))
                 c = cond;
             return;
         }

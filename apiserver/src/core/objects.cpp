@@ -983,10 +983,14 @@ HttpResponse Engine::do_patch(RequestInfo& rq, Lock& lock) {
     } else {
         if (!patch.is_object()) {
             if (is_merge) throw bad_request("the merge patch must be a JSON object");
+            if (is_apply) throw bad_request("the apply patch must be an object (a YAML mapping)");
         }
         // `base` is needed again only for apply and /scale: otherwise it becomes the result.
         patched = is_apply || rq.sub == "scale" ? base : std::move(base);
         patched.merge_patch(patch);
+        // Checked before apply reads the metadata (a patch may have made it a string).
+        if (!patched.contains("metadata") || !patched["metadata"].is_object())
+            throw api_error(422, "Invalid", "the patched object has no metadata");
         if (is_apply) {
             // Server-side apply, in its simple form (lists are atomic, no merge keys): merge,
             // drop what this manager applied before but omits now, and record its fields.
@@ -1052,8 +1056,9 @@ HttpResponse Engine::do_patch(RequestInfo& rq, Lock& lock) {
                             "\": the object has been modified; please apply your changes to the "
                             "latest version and try again",
                         {{"name", rq.name}, {"group", res.group}, {"kind", res.plural}});
-    if (patched["metadata"].value("name", rq.name) != rq.name)
-        throw bad_request("the name of the object (" + patched["metadata"].value("name", "") +
+    if (const json name = patched["metadata"].value("name", json(rq.name)); name != rq.name)
+        throw bad_request("the name of the object (" +
+                          (name.is_string() ? name.get<std::string>() : name.dump()) +
                           ") does not match the name on the URL (" + rq.name + ")");
     if (rq.sub == "scale") {
         // Patches on /scale address the Scale object; translate to the main resource.

@@ -272,7 +272,7 @@ json decode_body(const std::string& body, const std::string& content_type) {
             // Give the parser's own explanation (line/column) to the client.
             try {
                 json ignored = json::parse(body);
-            } catch (const json::parse_error& e) {
+            } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
                 throw bad_request(std::string("couldn't decode the request body as JSON: ") +
                                   e.what());
             }

@@ -23,7 +23,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <boost/url/parse.hpp>
 #include <deque>
 #include <fstream>
 #include <mutex>
@@ -37,6 +36,7 @@
 #include "net/authentication.hpp"
 #include "net/certificates.hpp"
 #include "net/kubeconfig.hpp"
+#include "net/request_head.hpp"
 #include "net/status.hpp"
 
 namespace kopf::apiserver {
@@ -520,27 +520,13 @@ asio::awaitable<void> Server::Impl::serve(std::shared_ptr<Stream> stream,
         const unsigned version = req.version();
         const bool keep_alive = req.keep_alive();
         HttpRequest request;
-        request.method = std::string(req.method_string());
-        auto target = boost::urls::parse_origin_form(req.target());
         HttpResponse response;
         bool answered = false;
         bool is_admin = false;
-        if (!target) {
-            response = net::status_response(
-                400, "BadRequest", "invalid request target '" + std::string(req.target()) + "'");
+        if (auto problem = net::decode_request(req, request)) {
+            response = net::status_response(400, "BadRequest", *problem);
             answered = true;
         } else {
-            request.path = target->path();
-            for (auto param : target->params()) {
-                request.query[std::string(param.key)] =
-                    param.has_value ? std::string(param.value) : std::string();
-            }
-            request.content_type = std::string(req[http::field::content_type]);
-            request.accept = std::string(req[http::field::accept]);
-            request.user_agent = std::string(req[http::field::user_agent]);
-            request.if_none_match = std::string(req[http::field::if_none_match]);
-            request.body = std::move(req.body());
-
             // Authentication: a presented token must be valid; TLS needs credentials.
             auto authorization = req[http::field::authorization];
             if (!authorization.empty()) {

@@ -81,7 +81,7 @@ TEST_F(Operations, PatchReturningOnlyTheVersionAnswersTheWrittenVersion) {
                                                 PatchType::Merge, {{"data", {{"a", "2"}}}}));
     const auto stored = run(api->get(configmaps(), "default", "cm-version"));
     ASSERT_TRUE(patched.resource_version.has_value());
-    EXPECT_EQ(*patched.resource_version, stored["metadata"]["resourceVersion"]);
+    EXPECT_EQ(stored["metadata"]["resourceVersion"], *patched.resource_version);
     EXPECT_EQ(stored["data"]["a"], "2");
     EXPECT_EQ(json::parse(patched.object), stored);  // the answer's text, unparsed
     EXPECT_THROW(run(api->patch_version(configmaps(), "default", "cm-absent", PatchType::Merge,
@@ -104,7 +104,7 @@ TEST_F(Operations, PatchReturningOnlyTheVersionNeedsItsArgumentsOnlyDuringTheCal
     const auto patched = run(std::move(*request));
     const auto stored = run(api->get(configmaps(), "default", "cm-early"));
     ASSERT_TRUE(patched.resource_version.has_value());
-    EXPECT_EQ(*patched.resource_version, stored["metadata"]["resourceVersion"]);
+    EXPECT_EQ(stored["metadata"]["resourceVersion"], *patched.resource_version);
     EXPECT_EQ(stored["data"]["a"], "early");
 }
 

@@ -668,7 +668,7 @@ TEST_F(AdmissionHandling, ServersLearnTheApiServersUrlCertificateAndVersion) {
     const ClusterFacts facts = server->facts();
     EXPECT_EQ(facts.server, this->server->url());
     const json version = request("GET", "/version");
-    EXPECT_EQ(facts.git_version, version["gitVersion"]);
+    EXPECT_EQ(version["gitVersion"], facts.git_version);
     // The embedded API server's own serving certificate, not its CA's.
     EXPECT_NE(facts.certificate_pem.find("-----BEGIN CERTIFICATE-----"), std::string::npos);
     EXPECT_NE(facts.certificate_pem, this->server->ca_cert_pem());

@@ -299,3 +299,11 @@ TEST(Rfc3339, OffsetsAndFractionsAreParsed) {
     EXPECT_EQ(parse_rfc3339("2030-01-02T05:04:05+02:00"), parse_rfc3339("2030-01-02T03:04:05Z"));
     EXPECT_THROW(parse_rfc3339("yesterday"), std::invalid_argument);
 }
+
+// The clock counts nanoseconds in 64 bits: a later year would overflow it (found by fuzzing).
+TEST(Rfc3339, TimesBeyondTheClocksRangeAreRefused) {
+    using kopf::clients::parse_rfc3339;
+    EXPECT_THROW(parse_rfc3339("2426-01-02T03:04:05.123456+01:00"), std::invalid_argument);
+    EXPECT_THROW(parse_rfc3339("1600-01-02T03:04:05Z"), std::invalid_argument);
+    EXPECT_NO_THROW(parse_rfc3339("2261-12-31T23:59:59Z"));
+}

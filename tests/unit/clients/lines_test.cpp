@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "clients/errors.hpp"
+
 using kopf::clients::LineSplitter;
 
 namespace {
@@ -57,4 +59,40 @@ TEST(LineSplitter, UnterminatedTailStaysInTheBuffer) {
 TEST(LineSplitter, OverlongLineIsAnError) {
     LineSplitter splitter(8);
     EXPECT_THROW(feed_all(splitter, {"0123456789"}), std::length_error);
+}
+
+// Watch lines come from the network: a field of an unexpected type is taken as absent (the
+// event is then ignored or has no version), never an exception other than WatchingError.
+TEST(WatchLines, AnEventIsDecodedWithItsObjectAndVersion) {
+    const auto event = kopf::clients::decode_watch_line(
+        R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"7"}}})", "pods");
+    EXPECT_EQ(event.type, "ADDED");
+    EXPECT_EQ(event.object["metadata"]["name"], "a");
+    EXPECT_EQ(event.resource_version, "7");
+}
+
+TEST(WatchLines, FieldsOfOtherTypesAreTakenAsAbsent) {
+    const auto event = kopf::clients::decode_watch_line(
+        R"({"type":5,"object":{"metadata":{"resourceVersion":7}}})", "pods");
+    EXPECT_EQ(event.type, "");
+    EXPECT_EQ(event.resource_version, "");
+    EXPECT_EQ(kopf::clients::decode_watch_line(R"({"object":{"metadata":[]}})", "pods").type, "");
+    EXPECT_EQ(kopf::clients::watch_error_status(kopf::json::parse(R"({"code":"410","message":1})")),
+              (std::pair<int, std::string>{0, ""}));
+    EXPECT_EQ(kopf::clients::watch_error_status(kopf::json::array()),
+              (std::pair<int, std::string>{0, ""}));
+    EXPECT_EQ(
+        kopf::clients::watch_error_status(kopf::json::parse(R"({"code":410,"message":"old"})")),
+        (std::pair<int, std::string>{410, "old"}));
+}
+
+TEST(WatchLines, ALineThatIsNotAnEventIsAWatchingErrorNamingTheStream) {
+    for (const char* line : {"not json", "[1,2]", R"({"type":"ADDED"})", "\"\xff\""}) {
+        try {
+            kopf::clients::decode_watch_line(line, "pods in default");
+            ADD_FAILURE() << line;
+        } catch (const kopf::clients::WatchingError& e) {
+            EXPECT_NE(std::string(e.what()).find("pods in default"), std::string::npos) << e.what();
+        }
+    }
 }

@@ -139,4 +139,12 @@ TEST(ProgressRecord, ParsesNaiveZuluAndOffsetTimestamps) {
     EXPECT_FALSE(kopf::actions::parse_iso8601("yesterday"));
 }
 
+// Anyone may edit an annotation: a time beyond the clock's range is no timestamp (found by
+// fuzzing; converting it overflowed).
+TEST(ProgressRecord, TimestampsBeyondTheClocksRangeAreNotParsed) {
+    EXPECT_EQ(kopf::actions::parse_iso8601("4052-01-02T03:04:06Z"), std::nullopt);
+    EXPECT_EQ(kopf::actions::parse_iso8601("2261-99-02T03:04:06Z"), std::nullopt);
+    EXPECT_NE(kopf::actions::parse_iso8601("2261-01-02T03:04:06Z"), std::nullopt);
+}
+
 }  // namespace

@@ -18,7 +18,7 @@ struct RawReply {
     std::string bytes;
     bool hold_open = false;  // keep the connection open after writing (a live stream)
     // Written one by one after `bytes`, `trickle_every` apart (a stream that keeps talking).
-    std::vector<std::string> trickle;
+    std::vector<std::string> trickle{};
     std::chrono::milliseconds trickle_every{0};
 };
 

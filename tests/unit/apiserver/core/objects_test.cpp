@@ -334,6 +334,30 @@ TEST(Objects, ServerSideApplyCreatesThenMerges) {
     EXPECT_EQ(r2.body["data"]["c"], "d");
 }
 
+// Found by fuzzing: an applied metadata that is not a mapping was read as one (a 500).
+TEST(Objects, ApplyOfMetadataThatIsNotAMappingIsInvalid) {
+    ApiCore core({});
+    post(core, kCms, configmap("ssa"));
+    auto r = call(
+        core, request("PATCH", kCms + "/ssa", "apiVersion: v1\nkind: ConfigMap\nmetadata: ssa\n",
+                      "application/apply-patch+yaml", {{"fieldManager", "kubectl"}}));
+    EXPECT_EQ(r.status, 422) << r.raw;
+    auto scalar =
+        call(core, request("PATCH", kCms + "/ssa", "just text", "application/apply-patch+yaml",
+                           {{"fieldManager", "kubectl"}}));
+    EXPECT_EQ(scalar.status, 400) << scalar.raw;
+    auto named = patch(core, kCms + "/ssa", {{"metadata", {{"name", 5}}}});
+    EXPECT_EQ(named.status, 400) << named.raw;
+}
+
+// Found by fuzzing: a number beyond a double's range was a 500 (nlohmann's out_of_range).
+TEST(Objects, ANumberOutOfRangeInABodyIsABadRequest) {
+    ApiCore core({});
+    auto r = call(core, request("POST", kCms, R"({"data":{"a":8e880}})"));
+    EXPECT_EQ(r.status, 400) << r.raw;
+    EXPECT_NE(r.raw.find("number overflow"), std::string::npos) << r.raw;
+}
+
 TEST(Objects, ApplyWithoutFieldManagerIsInvalid) {
     ApiCore core({});
     auto r = call(core, request("PATCH", kCms + "/ssa", "{}", "application/apply-patch+yaml"));
