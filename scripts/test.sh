@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs the whole test suite from a clean checkout: installs dependencies, checks the formatting
-# and clang-tidy's checks; builds with clang-16 under AddressSanitizer+UndefinedBehaviorSanitizer
-# and runs the tests there, with each libFuzzer target for a bounded time (ctest label `fuzz`);
+# and clang-tidy's checks; builds under AddressSanitizer+UndefinedBehaviorSanitizer (g++) and runs
+# every test there; builds the library, the libFuzzer targets and the parsers' unit tests with
+# clang-16 (ASan+UBSan) and runs them, each fuzz target for a bounded time (ctest label `fuzz`);
 # builds the tests of threads and the loop under ThreadSanitizer (g++) and runs them; then builds
 # the optimised tree (g++), builds and installs its Debian package (which the e2e Package and
 # image tests use), and runs every test again (its summary is the last line).
@@ -15,6 +16,10 @@ cmake --preset default
 cmake --preset asan
 cmake --build --preset asan
 ctest --preset asan
+
+cmake --preset fuzz
+cmake --build --preset fuzz
+ctest --preset fuzz
 
 cmake --preset tsan
 cmake --build --preset tsan
