@@ -81,14 +81,7 @@ class InCluster : public ::testing::Test {
         if (!have_program("kubectl")) GTEST_SKIP() << "kubectl is not installed";
         char name[] = "/tmp/kopf-e2e-deploy-XXXXXX";
         dir_ = mkdtemp(name);
-        std::ofstream(dir_ / "tokens.csv")
-            << "operator-token,system:serviceaccount:default:kopf-operator,1001,"
-            << "\"system:serviceaccounts,system:serviceaccounts:default\"\n";
-        cluster_ = std::make_unique<Cluster>([this](kopf::apiserver::ServerOptions& options) {
-            options.tls = true;
-            options.token_auth_file = dir_ / "tokens.csv";
-            options.authorization_mode = "RBAC";
-        });
+        cluster_ = rbac_cluster(dir_);
     }
     void TearDown() override {
         cluster_.reset();
@@ -135,7 +128,7 @@ TEST_F(InCluster, AnOperatorLoggingInAsAPodHandlesObjectsUnderTheGeneratedRules)
     const std::string port = server.substr(server.rfind(':') + 1);
     const fs::path mounted = dir_ / "serviceaccount";
     fs::create_directories(mounted);
-    std::ofstream(mounted / "token") << "operator-token";
+    std::ofstream(mounted / "token") << kOperatorToken;
     std::ofstream(mounted / "namespace") << "default";
     std::ofstream(dir_ / "ca.b64")
         << config["clusters"][0]["cluster"]["certificate-authority-data"].as<std::string>();

@@ -15,22 +15,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kOperatorToken = "operator-token";
-
 class GeneratedRbac : public ::testing::Test {
   protected:
     void SetUp() override {
         if (!have_program("kubectl")) GTEST_SKIP() << "kubectl is not installed";
         char name[] = "/tmp/kopf-e2e-rbac-XXXXXX";
         dir_ = mkdtemp(name);
-        std::ofstream(dir_ / "tokens.csv")
-            << kOperatorToken << ",system:serviceaccount:default:kopf-operator,1001,"
-            << "\"system:serviceaccounts,system:serviceaccounts:default\"\n";
-        cluster_ = std::make_unique<Cluster>([this](kopf::apiserver::ServerOptions& options) {
-            options.tls = true;
-            options.token_auth_file = dir_ / "tokens.csv";
-            options.authorization_mode = "RBAC";
-        });
+        cluster_ = rbac_cluster(dir_);
         for (const char* crd : {"examples/crd.yaml", "deploy/peering.yaml"}) {
             auto applied = cluster_->kubectl({"apply", "-f", (source_dir() / crd).string()});
             ASSERT_EQ(applied.exit_code, 0) << applied.output;

@@ -124,6 +124,17 @@ Cluster::Cluster(const std::function<void(kopf::apiserver::ServerOptions&)>& con
     server_->start();
 }
 
+std::unique_ptr<Cluster> rbac_cluster(const fs::path& dir) {
+    std::ofstream(dir / "tokens.csv")
+        << kOperatorToken << ",system:serviceaccount:default:kopf-operator,1001,"
+        << "\"system:serviceaccounts,system:serviceaccounts:default\"\n";
+    return std::make_unique<Cluster>([&dir](kopf::apiserver::ServerOptions& options) {
+        options.tls = true;
+        options.token_auth_file = dir / "tokens.csv";
+        options.authorization_mode = "RBAC";
+    });
+}
+
 Cluster::~Cluster() {
     server_->stop();
     std::error_code ec;

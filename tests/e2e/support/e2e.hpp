@@ -54,6 +54,14 @@ struct Program {
     std::vector<std::pair<std::string, std::string>> env{};
 };
 
+// The bearer token of the ServiceAccount default/kopf-operator in rbac_cluster().
+inline constexpr const char* kOperatorToken = "operator-token";
+
+// A cluster on `kopf apiserver --tls --authorization-mode=RBAC` with token authentication:
+// kOperatorToken is the ServiceAccount default/kopf-operator's (the user and groups Kubernetes
+// gives it). The token file is written into `dir`.
+std::unique_ptr<Cluster> rbac_cluster(const std::filesystem::path& dir);
+
 // `kopf run ARGS...` against a cluster, logging into a file.
 class OperatorProcess {
   public:
