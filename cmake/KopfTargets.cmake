@@ -1,5 +1,16 @@
 # Helpers shared by the component CMakeLists.
 
+# kopf_configure_test_target(TARGET LIBS...): what every test executable and test-support
+# library is compiled and linked with.
+function(kopf_configure_test_target target)
+  target_link_libraries(${target} PUBLIC ${ARGN} GTest::gtest GTest::gmock GTest::gtest_main)
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests ${PROJECT_SOURCE_DIR}/src
+                             ${PROJECT_SOURCE_DIR}/apiserver/src ${PROJECT_SOURCE_DIR}/apiserver/include)
+  target_compile_definitions(${target} PRIVATE
+    KOPF_SOURCE_DIR="${PROJECT_SOURCE_DIR}" KOPF_BINARY_DIR="${PROJECT_BINARY_DIR}"
+    KOPF_CXX_COMPILER="${CMAKE_CXX_COMPILER}")
+endfunction()
+
 # kopf_add_test_dir(DIR LIBS...): every DIR/*_test.cpp becomes its own test executable
 # (so one broken file cannot hide the others), registered with ctest per GoogleTest case.
 include(GoogleTest)
@@ -7,20 +18,31 @@ function(kopf_add_test_dir dir)
   file(GLOB test_sources CONFIGURE_DEPENDS ${dir}/*_test.cpp)
   file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR}/tests ${dir})
   string(REPLACE "/" "_" prefix ${rel})
+  # The directory's support/*.cpp is compiled once, into a library every test of it links,
+  # rather than into each test executable (that cost minutes per build tree).
   file(GLOB support_sources CONFIGURE_DEPENDS ${dir}/support/*.cpp)
+  if(KOPF_TESTS_ONLY)
+    set(selected "")
+    foreach(src ${test_sources})
+      get_filename_component(name ${src} NAME_WE)
+      if("${rel}/${name}" IN_LIST KOPF_TESTS_ONLY)
+        list(APPEND selected ${src})
+      endif()
+    endforeach()
+    set(test_sources ${selected})
+  endif()
+  set(support_library "")
+  if(support_sources AND test_sources)
+    set(support_library ${prefix}_support)
+    add_library(${support_library} STATIC ${support_sources})
+    kopf_configure_test_target(${support_library} ${ARGN})
+  endif()
   foreach(src ${test_sources})
     get_filename_component(name ${src} NAME_WE)
-    if(KOPF_TESTS_ONLY AND NOT "${rel}/${name}" IN_LIST KOPF_TESTS_ONLY)
-      continue()
-    endif()
     set(target ${prefix}_${name})
-    add_executable(${target} ${src} ${support_sources})
-    target_link_libraries(${target} PRIVATE ${ARGN} GTest::gtest GTest::gmock GTest::gtest_main)
-    target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests ${PROJECT_SOURCE_DIR}/src
-                               ${PROJECT_SOURCE_DIR}/apiserver/src ${PROJECT_SOURCE_DIR}/apiserver/include)
-    target_compile_definitions(${target} PRIVATE
-      KOPF_SOURCE_DIR="${PROJECT_SOURCE_DIR}" KOPF_BINARY_DIR="${PROJECT_BINARY_DIR}"
-      KOPF_CXX_COMPILER="${CMAKE_CXX_COMPILER}")
+    add_executable(${target} ${src})
+    target_link_libraries(${target} PRIVATE ${support_library})
+    kopf_configure_test_target(${target} ${ARGN})
     # KOPF_TEST_TIMEOUT, when the caller sets it, for tests that build images and the like.
     set(timeout 300)
     if(KOPF_TEST_TIMEOUT)
