@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 
 namespace kopf::apiserver {
@@ -25,6 +26,8 @@ class AdmissionTransport {
   public:
     virtual ~AdmissionTransport() = default;
     virtual WebhookReply post(const WebhookCall& call) = 0;  // blocking, thread-safe
+    // TCP connections opened so far: kept alive, one per concurrent call and webhook at most.
+    virtual std::size_t connections_opened() const { return 0; }
 };
 
 }  // namespace kopf::apiserver

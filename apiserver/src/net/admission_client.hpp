@@ -1,6 +1,7 @@
 // The AdmissionTransport the server hands to its core: a blocking HTTP(S) POST with
 // CA-bundle verification (host name or IP checked against the certificate) and an
-// overall timeout, implemented with Beast + OpenSSL on a private io_context per call.
+// overall timeout, implemented with Beast + OpenSSL on an I/O thread of its own that keeps
+// connections to each webhook alive, as kube-apiserver does.
 #pragma once
 
 #include <memory>

@@ -1,6 +1,10 @@
 // The HTTPS client the core uses to call admission webhooks, against a real TLS server.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+#include <vector>
+
 #include "integration/apiserver/support/harness.hpp"
 #include "net/admission_client.hpp"
 #include "net/certificates.hpp"
@@ -25,6 +29,51 @@ TEST(AdmissionTransport, PostsOverHttpsWhenTheCaBundleTrustsTheServer) {
     EXPECT_TRUE(reply.reached) << reply.error;
     EXPECT_NE(reply.status, 0);
     EXPECT_FALSE(reply.body.empty());
+}
+
+TEST(AdmissionTransport, KeepsItsConnectionToAWebhookAliveAcrossReviews) {
+    TestServer target(tls_options());
+    auto transport = net::make_admission_transport();
+    for (int review = 0; review < 20; ++review) {
+        auto reply =
+            transport->post(call_to(target.url() + "/healthz", target.server().ca_cert_pem()));
+        ASSERT_TRUE(reply.reached) << "review " << review << ": " << reply.error;
+        EXPECT_EQ(reply.status, 200);
+    }
+    EXPECT_EQ(transport->connections_opened(), 1u);
+}
+
+TEST(AdmissionTransport, SendsTheReviewOnANewConnectionWhenTheWebhookClosedTheKeptOne) {
+    auto options = tls_options();
+    options.idle_timeout = 200ms;
+    TestServer target(options);
+    auto transport = net::make_admission_transport();
+    auto call = call_to(target.url() + "/healthz", target.server().ca_cert_pem());
+    ASSERT_TRUE(transport->post(call).reached);
+    std::this_thread::sleep_for(1s);  // the webhook closes the idle connection meanwhile
+    auto reply = transport->post(call);
+    EXPECT_TRUE(reply.reached) << reply.error;
+    EXPECT_EQ(reply.status, 200);
+    EXPECT_EQ(transport->connections_opened(), 2u);
+}
+
+TEST(AdmissionTransport, ConcurrentReviewsEachGetTheirAnswer) {
+    TestServer target(tls_options());
+    auto transport = net::make_admission_transport();
+    std::vector<std::thread> callers;
+    std::atomic<int> answered{0};
+    for (int caller = 0; caller < 8; ++caller) {
+        callers.emplace_back([&] {
+            for (int review = 0; review < 10; ++review) {
+                auto reply = transport->post(
+                    call_to(target.url() + "/healthz", target.server().ca_cert_pem()));
+                if (reply.reached && reply.status == 200) ++answered;
+            }
+        });
+    }
+    for (auto& caller : callers) caller.join();
+    EXPECT_EQ(answered.load(), 80);
+    EXPECT_LE(transport->connections_opened(), 8u);  // at most one per concurrent review
 }
 
 TEST(AdmissionTransport, VerifiesDnsNamesToo) {
