@@ -194,6 +194,7 @@ struct RequestInfo {
     std::string version;
     std::string ns, name, sub;
     bool dry_run = false;
+    bool applied = false;  // a server-side apply: managedFields are already set
     std::string field_manager;
     std::string field_validation = "Warn";                      // Ignore | Warn | Strict
     std::vector<std::pair<std::string, std::string>> warnings;  // response headers
