@@ -279,7 +279,8 @@ void removed_fields(const json& before, const json& after, const std::string& pr
 
 }  // namespace
 
-void Engine::apply_schema(RequestInfo& rq, json& object, json& causes, bool report_unknown) {
+void Engine::apply_schema(RequestInfo& rq, json& object, json& causes, bool report_unknown,
+                          const json* old) {
     const Resource& res = *rq.res;
     if (res.builtin) return;
     const ResourceVersion* v = res.version(rq.version);
@@ -304,9 +305,18 @@ void Engine::apply_schema(RequestInfo& rq, json& object, json& causes, bool repo
             rq.warnings.emplace_back("Warning", "299 - \"unknown field \\\"" + f + "\\\"\"");
     }
     apply_defaults(object, v->schema);
-    for (const auto& e : validate(object, v->schema))
+    bool type_errors = false;
+    for (const auto& e : validate(object, v->schema)) {
+        type_errors = type_errors || e.reason == "FieldValueTypeInvalid";
         causes.push_back(
             cause(e.reason.empty() ? "FieldValueInvalid" : e.reason, e.field, e.message));
+    }
+    // x-kubernetes-validations, unless values have the wrong types (as in Kubernetes, whose
+    // rules would only fail to evaluate on them).
+    if (!type_errors)
+        for (const auto& e : validate_rules(object, old, v->schema))
+            causes.push_back(
+                cause(e.reason.empty() ? "FieldValueInvalid" : e.reason, e.field, e.message));
 }
 
 void Engine::validate_builtin(const Resource& res, const json& object, json& causes) {
@@ -768,7 +778,7 @@ json Engine::prepare_update(RequestInfo& rq, const json& current, json obj, bool
                                        "Forbidden: field is immutable when `immutable` is set"));
         }
     }
-    apply_schema(rq, obj, causes, true);
+    apply_schema(rq, obj, causes, true, &current);
     validate_builtin(res, obj, causes);
     if (!res.name_rule.empty())
         for (const auto& e : validate_object_meta(obj["metadata"], res.name_rule, res.namespaced))
@@ -919,7 +929,6 @@ HttpResponse Engine::do_patch(RequestInfo& rq, Lock& lock) {
             if (is_merge) throw bad_request("the merge patch must be a JSON object");
             if (is_apply) throw bad_request("the apply patch must be an object (a YAML mapping)");
         }
-        // `base` is needed again only for /scale: otherwise it becomes the result.
         if (is_apply && rq.sub != "scale") {
             // Server-side apply with field managers (409 on conflicts unless forced).
             patched =
@@ -930,7 +939,7 @@ HttpResponse Engine::do_patch(RequestInfo& rq, Lock& lock) {
             if (patched["metadata"].value("resourceVersion", json("")) == "")
                 patched["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"];
         } else {
-            patched = rq.sub == "scale" ? base : std::move(base);
+            patched = std::move(base);
             if (!is_apply) patched.merge_patch(patch);
         }
     }
@@ -959,7 +968,7 @@ HttpResponse Engine::do_patch(RequestInfo& rq, Lock& lock) {
             res.version(rq.version)->scale.value("specReplicasPath", ".spec.replicas");
         std::string ptr;
         for (char c : path) ptr += c == '.' ? '/' : c;
-        json view = base;
+        json view = to_view(res, rq.version, cur);  // `base` may have been moved from
         if (replicas.is_number_integer()) view[json::json_pointer(ptr)] = replicas;
         RequestInfo main = rq;
         main.sub.clear();
@@ -1003,7 +1012,7 @@ HttpResponse Engine::finish_write(RequestInfo& rq, Lock& lock, json obj, StoredO
     }
     if (mutated) {
         json causes = json::array();
-        apply_schema(rq, obj, causes, false);
+        apply_schema(rq, obj, causes, false, current ? &*current : nullptr);
         if (!causes.empty())
             throw invalid_error(res.group, res.kind, obj["metadata"].value("name", ""), causes);
     }
