@@ -168,6 +168,47 @@ HttpResponse text(const std::string& body) {
     return r;
 }
 
+// Protobuf's length-delimited field (wire type 2) with a one- or two-byte length.
+std::string proto_bytes(int field, const std::string& value) {
+    std::string out(1, static_cast<char>((field << 3) | 2));
+    std::size_t n = value.size();
+    while (n >= 0x80) {
+        out += static_cast<char>((n & 0x7F) | 0x80);
+        n >>= 7;
+    }
+    out += static_cast<char>(n);
+    return out + value;
+}
+
+// GET /openapi/v2. client-go asks for it only as protobuf (gnostic's openapi_v2.Document),
+// when kubectl validates on the client: kubectl applying a CRD and objects of it in one file
+// does so for the objects, whose kind the server does not know yet. The document describes
+// no definitions, so kubectl skips client-side validation (as for any kind a real server's
+// document lacks) and reports the objects' unknown kind itself ("no matches for kind ...;
+// ensure CRDs are installed first"). JSON clients get the same document as JSON.
+HttpResponse openapi_v2(const std::string& accept) {
+    HttpResponse r;
+    if (accept.find("application/com.github.proto-openapi.spec.v2") != std::string::npos) {
+        // Document{swagger = 1: "2.0", info = 2: {title = 1, version = 2}, paths = 8: {}}.
+        r.content_type = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+        r.body = proto_bytes(1, "2.0") +
+                 proto_bytes(2, proto_bytes(1, "Kubernetes") + proto_bytes(2, "v1.32.0")) +
+                 proto_bytes(8, "");
+        return r;
+    }
+    if (!accept.empty() && accept.find("json") == std::string::npos &&
+        accept.find("*/*") == std::string::npos &&
+        accept.find("application/*") == std::string::npos)
+        throw api_error(406, "NotAcceptable",
+                        "the server was unable to respond with a content type that the client "
+                        "supports");
+    r.body = json{{"swagger", "2.0"},
+                  {"info", {{"title", "Kubernetes"}, {"version", "v1.32.0"}}},
+                  {"paths", json::object()}}
+                 .dump();
+    return r;
+}
+
 }  // namespace
 
 HttpResponse Engine::route(const HttpRequest& request) {
@@ -202,6 +243,7 @@ HttpResponse Engine::route(const HttpRequest& request) {
         authorize_path(request);
     if (seg.empty()) throw page_not_found();
     const std::string& accept = request.accept;
+    if (p == "/openapi/v2" && request.method == "GET") return openapi_v2(accept);
     if (!accept.empty() && accept.find("json") == std::string::npos &&
         accept.find("*/*") == std::string::npos &&
         accept.find("application/*") == std::string::npos)

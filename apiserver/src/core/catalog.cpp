@@ -265,6 +265,9 @@ json validate_crd(const json& crd) {
             for (const auto& e : validate_structural_schema(*schema, p + ".schema.openAPIV3Schema"))
                 causes.push_back(
                     cause(e.reason.empty() ? "FieldValueInvalid" : e.reason, e.field, e.message));
+            for (const auto& e : check_validation_rules(*schema, p + ".schema.openAPIV3Schema"))
+                causes.push_back(
+                    cause(e.reason.empty() ? "FieldValueInvalid" : e.reason, e.field, e.message));
         }
         if (storage != 1)
             invalid("spec.versions",

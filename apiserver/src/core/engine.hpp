@@ -194,6 +194,7 @@ struct RequestInfo {
     std::string version;
     std::string ns, name, sub;
     bool dry_run = false;
+    bool applied = false;  // a server-side apply: managedFields are already set
     std::string field_manager;
     std::string field_validation = "Warn";                      // Ignore | Warn | Strict
     std::vector<std::pair<std::string, std::string>> warnings;  // response headers
@@ -318,7 +319,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
                               int code);
     // CRs: prune, default and validate; unknown (pruned) fields are reported per
     // fieldValidation when `report_unknown`.
-    void apply_schema(RequestInfo& rq, json& object, json& causes, bool report_unknown);
+    // `old`: the stored object on update, for transition rules (oldSelf) and ratcheting.
+    void apply_schema(RequestInfo& rq, json& object, json& causes, bool report_unknown,
+                      const json* old = nullptr);
     void validate_builtin(const Resource& res, const json& object, json& causes);
     // Deletion semantics of one object (finalizers, propagation); returns the response body.
     json delete_object(const Resource& res, const std::string& version, const json& current,

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "core/engine.hpp"
+#include "core/field_managers.hpp"
 #include "core/persistence.hpp"
 #include "util/schema.hpp"
 #include "util/strategic_merge.hpp"
@@ -80,77 +81,6 @@ std::vector<std::string> string_list(const json& value) {
         for (const auto& v : value)
             if (v.is_string()) out.push_back(v.get<std::string>());
     return out;
-}
-
-// FieldsV1 of an applied configuration: {"f:spec":{"f:size":{}}}; lists are atomic.
-json fields_of(const json& obj, int depth = 0) {
-    json out = json::object();
-    if (!obj.is_object()) return out;
-    for (const auto& [k, v] : obj.items()) {
-        if (depth == 0 && (k == "apiVersion" || k == "kind")) continue;
-        if (depth == 1 && (k == "name" || k == "namespace" || k == "managedFields" ||
-                           k == "resourceVersion" || k == "uid"))
-            continue;
-        out["f:" + k] = v.is_object() && !v.empty() ? fields_of(v, depth + 1) : json::object();
-    }
-    return out;
-}
-
-// Remove from `target` the fields listed in `before` but no longer in `now`.
-void drop_unapplied(json& target, const json& before, const json& now) {
-    if (!target.is_object() || !before.is_object()) return;
-    for (const auto& [k, sub] : before.items()) {
-        if (k.rfind("f:", 0) != 0) continue;
-        std::string field = k.substr(2);
-        if (!target.contains(field)) continue;
-        if (!now.is_object() || !now.contains(k))
-            target.erase(field);
-        else if (!sub.empty())
-            drop_unapplied(target[field], sub, now[k]);
-    }
-}
-
-// Fields applied with another value than they have, that another applier owns (leaves of
-// FieldsV1 on either side), as ".data.key" paths.
-void collect_apply_conflicts(const json& applied, const json& owned, const json& patch,
-                             const json& current, const std::string& path,
-                             std::vector<std::string>& out) {
-    if (!applied.is_object() || !owned.is_object()) return;
-    for (const auto& [key, sub] : applied.items()) {
-        if (key.rfind("f:", 0) != 0 || !owned.contains(key)) continue;
-        const std::string field = key.substr(2);
-        const json none;
-        const json& new_value = patch.is_object() && patch.contains(field) ? patch[field] : none;
-        const json& old_value =
-            current.is_object() && current.contains(field) ? current[field] : none;
-        if (new_value.is_object() && old_value.is_object()) {  // a branch, e.g. metadata
-            collect_apply_conflicts(sub, owned[key], new_value, old_value, path + "." + field, out);
-        } else if (sub.empty() || owned[key].empty()) {
-            if (new_value != old_value) out.push_back(path + "." + field);
-        } else {
-            collect_apply_conflicts(sub, owned[key], new_value, old_value, path + "." + field, out);
-        }
-    }
-}
-
-// A forced apply takes the conflicting fields over: each conflict path (".data.key", as
-// collect_apply_conflicts names it) leaves the other applier's set, and so do the branches it
-// leaves empty.
-void release_field(json& owned, const std::string& path) {
-    if (!owned.is_object() || path.empty()) return;
-    const auto next = path.find('.', 1);
-    const std::string key = "f:" + path.substr(1, next == std::string::npos ? next : next - 1);
-    if (!owned.contains(key)) return;
-    if (next != std::string::npos) {
-        release_field(owned[key], path.substr(next));
-        if (!owned[key].empty()) return;
-    }
-    owned.erase(key);
-}
-
-json apply_entry(const std::string& manager, const std::string& api_version, json fields) {
-    return {{"manager", manager},    {"operation", "Apply"},     {"apiVersion", api_version},
-            {"time", now_rfc3339()}, {"fieldsType", "FieldsV1"}, {"fieldsV1", std::move(fields)}};
 }
 
 uint64_t parse_rv(const std::string& text) {
@@ -349,7 +279,8 @@ void removed_fields(const json& before, const json& after, const std::string& pr
 
 }  // namespace
 
-void Engine::apply_schema(RequestInfo& rq, json& object, json& causes, bool report_unknown) {
+void Engine::apply_schema(RequestInfo& rq, json& object, json& causes, bool report_unknown,
+                          const json* old) {
     const Resource& res = *rq.res;
     if (res.builtin) return;
     const ResourceVersion* v = res.version(rq.version);
@@ -374,9 +305,18 @@ void Engine::apply_schema(RequestInfo& rq, json& object, json& causes, bool repo
             rq.warnings.emplace_back("Warning", "299 - \"unknown field \\\"" + f + "\\\"\"");
     }
     apply_defaults(object, v->schema);
-    for (const auto& e : validate(object, v->schema))
+    bool type_errors = false;
+    for (const auto& e : validate(object, v->schema)) {
+        type_errors = type_errors || e.reason == "FieldValueTypeInvalid";
         causes.push_back(
             cause(e.reason.empty() ? "FieldValueInvalid" : e.reason, e.field, e.message));
+    }
+    // x-kubernetes-validations, unless values have the wrong types (as in Kubernetes, whose
+    // rules would only fail to evaluate on them).
+    if (!type_errors)
+        for (const auto& e : validate_rules(object, old, v->schema))
+            causes.push_back(
+                cause(e.reason.empty() ? "FieldValueInvalid" : e.reason, e.field, e.message));
 }
 
 void Engine::validate_builtin(const Resource& res, const json& object, json& causes) {
@@ -838,7 +778,7 @@ json Engine::prepare_update(RequestInfo& rq, const json& current, json obj, bool
                                        "Forbidden: field is immutable when `immutable` is set"));
         }
     }
-    apply_schema(rq, obj, causes, true);
+    apply_schema(rq, obj, causes, true, &current);
     validate_builtin(res, obj, causes);
     if (!res.name_rule.empty())
         for (const auto& e : validate_object_meta(obj["metadata"], res.name_rule, res.namespaced))
@@ -940,10 +880,14 @@ HttpResponse Engine::do_patch(RequestInfo& rq, Lock& lock) {
     StoredObject current = find_stored(res, rq.ns, rq.name);
     if (!current) {
         if (is_apply && rq.sub.empty()) {
-            json fields = fields_of(patch);
-            json obj = prepare_create(rq, std::move(patch));
-            obj["metadata"]["managedFields"] = json::array(
-                {apply_entry(rq.field_manager, res.group_version(rq.version), std::move(fields))});
+            if (!patch.is_object())
+                throw bad_request("the apply patch must be an object (a YAML mapping)");
+            json applied = server_side_apply(nullptr, std::move(patch), manager_context(rq),
+                                             parse_bool(force, false));
+            json fields = applied["metadata"].value("managedFields", json());
+            json obj = prepare_create(rq, std::move(applied));
+            if (!fields.is_null()) obj["metadata"]["managedFields"] = std::move(fields);
+            rq.applied = true;
             return finish_write(rq, lock, std::move(obj), nullptr, 201);
         }
         ApiError e;
@@ -985,65 +929,18 @@ HttpResponse Engine::do_patch(RequestInfo& rq, Lock& lock) {
             if (is_merge) throw bad_request("the merge patch must be a JSON object");
             if (is_apply) throw bad_request("the apply patch must be an object (a YAML mapping)");
         }
-        // `base` is needed again only for apply and /scale: otherwise it becomes the result.
-        patched = is_apply || rq.sub == "scale" ? base : std::move(base);
-        patched.merge_patch(patch);
-        // Checked before apply reads the metadata (a patch may have made it a string).
-        if (!patched.contains("metadata") || !patched["metadata"].is_object())
-            throw api_error(422, "Invalid", "the patched object has no metadata");
-        if (is_apply) {
-            // Server-side apply, in its simple form (lists are atomic, no merge keys): merge,
-            // drop what this manager applied before but omits now, and record its fields.
-            json fields = fields_of(patch);
-            json managed = base["metadata"].value("managedFields", json::array());
-            if (!managed.is_array()) managed = json::array();
-            // Conflicts with other appliers (not with Update managers, which this server does
-            // not record): 409 unless forced, then the fields change hands.
-            json causes = json::array();
-            std::vector<std::string> described;
-            for (auto& entry : managed) {
-                const std::string manager = entry.value("manager", "");
-                if (manager == rq.field_manager || entry.value("operation", "") != "Apply")
-                    continue;
-                std::vector<std::string> paths;
-                collect_apply_conflicts(fields, entry.value("fieldsV1", json::object()), patch,
-                                        base, "", paths);
-                if (force == "true") {
-                    for (const auto& path : paths) release_field(entry["fieldsV1"], path);
-                    continue;
-                }
-                for (const auto& path : paths) {
-                    causes.push_back(
-                        cause("FieldManagerConflict", path, "conflict with \"" + manager + "\""));
-                    described.push_back("conflict with \"" + manager + "\": " + path);
-                }
-            }
-            if (!causes.empty()) {
-                std::string message = "Apply failed with " + std::to_string(causes.size()) +
-                                      (causes.size() == 1 ? " conflict: " : " conflicts: ");
-                for (std::size_t i = 0; i < described.size(); ++i)
-                    message += (i ? "\n" : "") + described[i];
-                throw api_error(409, "Conflict", message, {{"causes", causes}});
-            }
-            json updated = json::array();
-            bool found = false;
-            for (auto& entry : managed) {
-                if (entry.value("manager", "") == rq.field_manager &&
-                    entry.value("operation", "") == "Apply" && !entry.contains("subresource")) {
-                    found = true;
-                    drop_unapplied(patched, entry.value("fieldsV1", json::object()), fields);
-                    if (entry.value("fieldsV1", json::object()) != fields)
-                        entry =
-                            apply_entry(rq.field_manager, res.group_version(rq.version), fields);
-                }
-                updated.push_back(entry);
-            }
-            if (!found)
-                updated.push_back(
-                    apply_entry(rq.field_manager, res.group_version(rq.version), fields));
-            patched["metadata"]["managedFields"] = updated;
+        if (is_apply && rq.sub != "scale") {
+            // Server-side apply with field managers (409 on conflicts unless forced).
+            patched =
+                server_side_apply(&base, patch, manager_context(rq), parse_bool(force, false));
+            rq.applied = true;
+            if (!patched.contains("metadata") || !patched["metadata"].is_object())
+                throw api_error(422, "Invalid", "the patched object has no metadata");
             if (patched["metadata"].value("resourceVersion", json("")) == "")
                 patched["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"];
+        } else {
+            patched = std::move(base);
+            if (!is_apply) patched.merge_patch(patch);
         }
     }
     if (!patched.is_object() || !patched.contains("metadata") || !patched["metadata"].is_object())
@@ -1071,7 +968,7 @@ HttpResponse Engine::do_patch(RequestInfo& rq, Lock& lock) {
             res.version(rq.version)->scale.value("specReplicasPath", ".spec.replicas");
         std::string ptr;
         for (char c : path) ptr += c == '.' ? '/' : c;
-        json view = base;
+        json view = to_view(res, rq.version, cur);  // `base` may have been moved from
         if (replicas.is_number_integer()) view[json::json_pointer(ptr)] = replicas;
         RequestInfo main = rq;
         main.sub.clear();
@@ -1115,10 +1012,13 @@ HttpResponse Engine::finish_write(RequestInfo& rq, Lock& lock, json obj, StoredO
     }
     if (mutated) {
         json causes = json::array();
-        apply_schema(rq, obj, causes, false);
+        apply_schema(rq, obj, causes, false, current ? &*current : nullptr);
         if (!causes.empty())
             throw invalid_error(res.group, res.kind, obj["metadata"].value("name", ""), causes);
     }
+    // Writers other than server-side apply are recorded as Update managers (after admission:
+    // what mutating webhooks add counts as the writer's, as in Kubernetes).
+    if (!rq.applied) track_update(current ? &*current : nullptr, obj, manager_context(rq));
     HttpResponse response;
     response.status = code;
     response.headers = rq.warnings;

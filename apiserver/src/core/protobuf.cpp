@@ -173,6 +173,11 @@ json object_meta(std::string_view msg) {
                 break;  // managedFields, selfLink, deletion fields: server-owned
         }
     }
+    // Protobuf carries empty strings and zeros that JSON omits (omitempty): drop them, or they
+    // would count as fields the writer set (managedFields).
+    for (const char* key : {"name", "generateName", "namespace", "uid", "resourceVersion"})
+        if (meta.contains(key) && meta[key] == "") meta.erase(key);
+    if (meta.contains("generation") && meta["generation"] == 0) meta.erase("generation");
     return meta;
 }
 

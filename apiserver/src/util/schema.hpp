@@ -66,4 +66,19 @@ void apply_defaults(nlohmann::json& object, const nlohmann::json& schema);
 // allOf/anyOf/oneOf/not summaries) use the field "<nil>", as upstream does.
 std::vector<FieldError> validate(const nlohmann::json& object, const nlohmann::json& schema);
 
+// x-kubernetes-validations (CEL rules, cel.hpp's subset): the errors of rules in a CRD
+// version's schema that cannot be compiled, each naming the rule and the construct, at
+// `<path>...x-kubernetes-validations[i].rule` (path as for validate_structural_schema).
+std::vector<FieldError> check_validation_rules(const nlohmann::json& schema,
+                                               const std::string& path);
+
+// The rules' verdicts on `object`: `old` is the stored object on update (null on create);
+// rules using oldSelf (transition rules) run only where an old value corresponds (object
+// fields, keyed list items), and values that did not change are not judged again
+// (ratcheting). A rule that fails gives
+//   <path>: Invalid value: "<schema type>": <message | messageExpression | failed rule: ...>
+// with the rule's reason and fieldPath; a rule that cannot be evaluated says why.
+std::vector<FieldError> validate_rules(const nlohmann::json& object, const nlohmann::json* old,
+                                       const nlohmann::json& schema);
+
 }  // namespace kopf::apiserver

@@ -785,6 +785,26 @@ MetaPtr meta_from_json(const json& description, int depth) {
     return meta;
 }
 
+// A patch metadata tree as the structural schema of its list shapes (managed_fields.hpp):
+// lists merged by key are keyed lists, lists merged without a key are sets.
+json shapes_of(const Meta& meta) {
+    json out = json::object();
+    json properties = json::object();
+    for (const auto& [name, sub] : meta.fields) properties[name] = shapes_of(*sub);
+    if (meta.strategy == "merge") {
+        if (meta.merge_key.empty()) {
+            out["x-kubernetes-list-type"] = "set";
+        } else {
+            out["x-kubernetes-list-type"] = "map";
+            out["x-kubernetes-list-map-keys"] = json::array({meta.merge_key});
+            out["items"] = {{"properties", std::move(properties)}};
+        }
+        return out;
+    }
+    if (!properties.empty()) out["properties"] = std::move(properties);
+    return out;
+}
+
 }  // namespace
 
 nlohmann::json strategic_merge_patch_with_meta(const nlohmann::json& original,
@@ -804,6 +824,10 @@ nlohmann::json strategic_merge_patch(const nlohmann::json& original, const nlohm
     if (!base.is_object()) throw PatchError("invalid JSON document");
     const MetaPtr meta = kind_meta(group, kind);
     return merge_map(std::move(base), patch, meta.get());
+}
+
+nlohmann::json list_shapes_schema(const std::string& group, const std::string& kind) {
+    return shapes_of(*kind_meta(group, kind));
 }
 
 }  // namespace kopf::apiserver

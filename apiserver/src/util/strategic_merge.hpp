@@ -30,4 +30,8 @@ nlohmann::json strategic_merge_patch_with_meta(const nlohmann::json& original,
                                                const nlohmann::json& patch,
                                                const nlohmann::json& meta);
 
+// The list shapes of a built-in kind as a structural schema (x-kubernetes-list-type map with
+// its merge key, or set), for server-side apply's field sets (managed_fields.hpp).
+nlohmann::json list_shapes_schema(const std::string& group, const std::string& kind);
+
 }  // namespace kopf::apiserver

@@ -121,9 +121,24 @@ TEST(OpenApi, CrdSchemaIsPublished) {
     EXPECT_EQ(schema["x-kubernetes-group-version-kind"][0]["kind"], "Widget");
 }
 
-TEST(OpenApi, V2IsNotServed) {
+// kubectl asks for v2 as protobuf when it validates objects of kinds the server does not know
+// yet (a CRD and its objects in one file); the document has no definitions.
+TEST(OpenApi, V2IsServedAsProtobufOrJsonWithoutDefinitions) {
     ApiCore core({});
-    EXPECT_EQ(core.handle(request("GET", "/openapi/v2")).status, 404);
+    HttpRequest pb = request("GET", "/openapi/v2");
+    pb.accept = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+    auto reply = core.handle(pb);
+    EXPECT_EQ(reply.status, 200);
+    EXPECT_EQ(reply.content_type, "application/com.github.proto-openapi.spec.v2.v1.0+protobuf");
+    EXPECT_EQ(reply.body, std::string("\x0a\x03"
+                                      "2.0"
+                                      "\x12\x15\x0a\x0aKubernetes\x12\x07v1.32.0"
+                                      "\x42\x00",
+                                      30));
+    auto js = core.handle(request("GET", "/openapi/v2"));
+    EXPECT_EQ(js.status, 200);
+    EXPECT_EQ(nlohmann::json::parse(js.body)["swagger"], "2.0");
+    EXPECT_EQ(core.handle(request("POST", "/openapi/v2")).status, 404);
 }
 
 TEST(Discovery, NonJsonAcceptIsNotAcceptable) {
