@@ -72,8 +72,9 @@ struct LeaseElector::Impl : std::enable_shared_from_this<LeaseElector::Impl> {
           pause(pause),
           log(runtime::logger("kopf.engines.leases")),
           deadline(io) {
-        // A standby until the Lease is held.
-        toggle = pause.make(true, fmt::format("lease {}/{}", leasing.namespace_, name));
+        // A standby until the Lease is held: a warm pause (watching goes on, handling does not).
+        toggle = pause.make(true, fmt::format("lease {}/{}", leasing.namespace_, name),
+                            /*warm=*/true);
     }
 
     std::shared_ptr<Impl> anchored() {

@@ -61,7 +61,37 @@ void Orchestration::update_watchers(const Insights& insights) {
 void Orchestration::set_paused(bool paused) {
     if (stopping || this->paused == paused) return;
     this->paused = paused;
+    // The held events of closed watchers could outlive their objects: the listing at the resume
+    // brings the latest ones again.
+    if (paused) held.clear();
     if (insights) apply_watchers(*insights);
+}
+
+void Orchestration::set_standby(bool standby) {
+    if (stopping || this->standby == standby) return;
+    this->standby = standby;
+    if (standby) {
+        for (auto& [key, signal] : watchers) stop_watcher(key, *signal);
+        watchers.clear();
+        if (insights) apply_watchers(*insights);
+        return;
+    }
+    auto taken = std::move(held);
+    held.clear();
+    if (!taken.empty()) {
+        logger("kopf.reactor.queueing")
+            ->debug("Queueing the latest events of {} objects seen while standing by.",
+                    taken.size());
+    }
+    for (auto& [key, entry] : taken) enqueue_keyed(key, entry.kind, std::move(entry.event));
+}
+
+void Orchestration::stop_watcher(const WatcherKey& key, clients::StopSignal& signal) {
+    signal.stop();
+    if (const auto id = indexed_watchers.find(key); id != indexed_watchers.end()) {
+        indexing->watcher_stopped(id->second);
+        indexed_watchers.erase(id);
+    }
 }
 
 void Orchestration::apply_watchers(const Insights& insights) {
@@ -69,11 +99,7 @@ void Orchestration::apply_watchers(const Insights& insights) {
     const auto wanted = paused ? std::set<WatcherKey>{} : wanted_watchers(insights);
     for (auto it = watchers.begin(); it != watchers.end();) {
         if (!wanted.count(it->first)) {
-            it->second->stop();
-            if (const auto id = indexed_watchers.find(it->first); id != indexed_watchers.end()) {
-                indexing->watcher_stopped(id->second);
-                indexed_watchers.erase(id);
-            }
+            stop_watcher(it->first, *it->second);
             it = watchers.erase(it);
         } else {
             ++it;
@@ -89,6 +115,7 @@ void Orchestration::apply_watchers(const Insights& insights) {
 
 void Orchestration::stop() {
     stopping = true;
+    held.clear();
     for (auto& [key, signal] : watchers) signal->stop();
     watchers.clear();
 }
@@ -153,7 +180,9 @@ void Orchestration::start_watcher(const WatcherKey& key, const structs::Resource
 // The event of our own patch that would change nothing is recognised by its version
 // before its line is parsed (parsing it was a fifth of the operator's work per object).
 bool Orchestration::drop_echo(const std::string& version, const std::string& key_prefix) {
-    if (stopping) return false;
+    // A standby keeps every body it sees (the echo of a patch made before the lease was lost
+    // included): it is the one to handle at the takeover.
+    if (stopping || standby) return false;
     const auto key = queues.drop_echo(version, key_prefix);
     if (!key) return false;
     if (const auto entry = objects.find(*key); entry != objects.end()) ++entry->second.events;
@@ -192,6 +221,22 @@ void Orchestration::enqueue(const std::shared_ptr<ServedKind>& kind, clients::Wa
         key +=
             metadata_field(event.object, "namespace") + "/" + metadata_field(event.object, "name");
     }
+    if (standby) {
+        // The deletion of an object this replica never handled leaves nothing to handle.
+        if (event.type == "DELETED" && !objects.count(key)) {
+            held.erase(key);
+        } else {
+            const bool added =
+                held.insert_or_assign(std::move(key), HeldEvent{kind, std::move(event)}).second;
+            if (!added && kind->meters.batched) kind->meters.batched->Increment();
+        }
+        return;
+    }
+    enqueue_keyed(key, kind, std::move(event));
+}
+
+void Orchestration::enqueue_keyed(const std::string& key, const std::shared_ptr<ServedKind>& kind,
+                                  clients::WatchEvent&& event) {
     auto& entry = objects[key];
     if (!entry.kind) entry.kind = kind;
     // A version older than one we have processed, delivered late by a stalled stream, lacks

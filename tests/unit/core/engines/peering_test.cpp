@@ -180,6 +180,31 @@ TEST(OperatorPauses, IsPausedWhileAnyToggleIsOnAndSaysWhenItChanges) {
     EXPECT_EQ(changes, (std::vector<bool>{true, false}));
 }
 
+// The Lease's standby is a warm toggle: paused, but not cold (the watch streams stay open);
+// a peering toggle on top makes it cold. Each change of either is told.
+TEST(OperatorPauses, WarmTogglesPauseWithoutGoingColdAndEveryChangeIsTold) {
+    OperatorPause pause;
+    std::vector<std::pair<bool, bool>> changes;  // cold, warm
+    pause.on_change([&](bool paused) {
+        EXPECT_EQ(paused, pause.cold() || pause.warm());
+        changes.emplace_back(pause.cold(), pause.warm());
+    });
+    const auto lease = pause.make(true, "lease default/op", /*warm=*/true);
+    EXPECT_TRUE(pause.paused());
+    EXPECT_FALSE(pause.cold());
+    EXPECT_TRUE(pause.warm());
+    const auto peer = pause.make(true, "default@ns1");  // still paused, now cold as well
+    EXPECT_TRUE(pause.cold());
+    pause.turn(lease, false);  // leading, but paused by the peer
+    EXPECT_TRUE(pause.paused());
+    EXPECT_FALSE(pause.warm());
+    pause.turn(peer, false);
+    EXPECT_FALSE(pause.paused());
+    EXPECT_EQ(changes, (std::vector<std::pair<bool, bool>>{
+                           {false, true}, {true, true}, {true, false}, {false, false}}));
+    EXPECT_EQ(pause.blockers(), std::vector<std::string>{});
+}
+
 TEST(Leases, TimesAreWrittenAsKubernetesMicroTime) {
     EXPECT_EQ(format_micro_time(NOW + 123456us), "2026-11-26T05:00:00.123456Z");
 }
