@@ -38,6 +38,11 @@ std::string format_micro_time(PeeringClock::time_point t);
 bool lease_is_available(const json& spec, const std::string& identity,
                         PeeringClock::time_point now);
 
+/// Seconds until a standby's next attempt after finding the Lease held by another: the retry
+/// period, or, when the holder's lease expires sooner, just after that expiry (a standby takes
+/// a dead leader's lease when it expires, not up to a retry period later).
+double standby_retry_delay(const json& spec, PeeringClock::time_point now, double retry_period);
+
 class LeaseElector {
   public:
     /// `api`, `settings` and `pause` must outlive the elector's work (the serving's); see

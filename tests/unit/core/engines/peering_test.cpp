@@ -205,6 +205,17 @@ TEST(OperatorPauses, WarmTogglesPauseWithoutGoingColdAndEveryChangeIsTold) {
     EXPECT_EQ(pause.blockers(), std::vector<std::string>{});
 }
 
+TEST(Leases, AStandbyTriesAgainWhenTheHoldersLeaseExpiresIfThatComesBeforeTheRetryPeriod) {
+    const json held = {{"holderIdentity", "replica-a"},
+                       {"leaseDurationSeconds", 15},
+                       {"renewTime", "2026-11-26T04:59:46.500000Z"}};  // expires in 1.5 s
+    EXPECT_NEAR(standby_retry_delay(held, NOW, 2.0), 1.51, 1e-6);
+    EXPECT_NEAR(standby_retry_delay(held, NOW - 10s, 2.0), 2.0, 1e-6);  // 11.5 s to go
+    EXPECT_NEAR(standby_retry_delay(held, NOW + 5s, 2.0), 0.01, 1e-6);  // overdue: at once
+    EXPECT_NEAR(standby_retry_delay({{"holderIdentity", "replica-a"}}, NOW, 2.0), 2.0, 1e-6);
+    EXPECT_NEAR(standby_retry_delay(json(), NOW, 2.0), 2.0, 1e-6);
+}
+
 TEST(Leases, TimesAreWrittenAsKubernetesMicroTime) {
     EXPECT_EQ(format_micro_time(NOW + 123456us), "2026-11-26T05:00:00.123456Z");
 }
