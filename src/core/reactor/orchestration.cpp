@@ -83,7 +83,12 @@ void Orchestration::set_standby(bool standby) {
             ->debug("Queueing the latest events of {} objects seen while standing by.",
                     taken.size());
     }
-    for (auto& [key, entry] : taken) enqueue_keyed(key, entry.kind, std::move(entry.event));
+    for (auto& [key, entry] : taken) {
+        clients::WatchEvent event{std::move(entry.type), json::parse(entry.object),
+                                  entry.seen_by_listing};
+        entry.object = std::string();  // freed as the queueing goes
+        enqueue_keyed(key, entry.kind, std::move(event));
+    }
 }
 
 void Orchestration::stop_watcher(const WatcherKey& key, clients::StopSignal& signal) {
@@ -226,8 +231,9 @@ void Orchestration::enqueue(const std::shared_ptr<ServedKind>& kind, clients::Wa
         if (event.type == "DELETED" && !objects.count(key)) {
             held.erase(key);
         } else {
-            const bool added =
-                held.insert_or_assign(std::move(key), HeldEvent{kind, std::move(event)}).second;
+            HeldEvent latest{kind, std::move(event.type), event.object.dump(),
+                             event.seen_by_listing};
+            const bool added = held.insert_or_assign(std::move(key), std::move(latest)).second;
             if (!added && kind->meters.batched) kind->meters.batched->Increment();
         }
         return;

@@ -166,9 +166,13 @@ class Orchestration {
     bool paused = false;
     bool standby = false;
     // While standing by: the latest event of each object, by object key, to queue at the takeover.
+    // The body is kept as JSON text: a parsed body takes 2-3 times its text's memory, and a
+    // standby holds every object (parsed again once, at the takeover).
     struct HeldEvent {
         std::shared_ptr<ServedKind> kind;
-        clients::WatchEvent event;
+        std::string type;
+        std::string object;  // JSON text
+        bool seen_by_listing = false;
     };
     std::unordered_map<std::string, HeldEvent> held;
     const Insights* insights = nullptr;  // the observation's, as last revised
