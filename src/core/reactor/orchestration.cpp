@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "clients/api.hpp"
@@ -63,7 +64,10 @@ void Orchestration::set_paused(bool paused) {
     this->paused = paused;
     // The held events of closed watchers could outlive their objects: the listing at the resume
     // brings the latest ones again.
-    if (paused) held.clear();
+    if (paused) {
+        held.clear();
+        takeover_order.clear();
+    }
     if (insights) apply_watchers(*insights);
 }
 
@@ -71,24 +75,44 @@ void Orchestration::set_standby(bool standby) {
     if (stopping || this->standby == standby) return;
     this->standby = standby;
     if (standby) {
+        // What is still held from an earlier standby is listed again.
+        held.clear();
+        takeover_order.clear();
         for (auto& [key, signal] : watchers) stop_watcher(key, *signal);
         watchers.clear();
         if (insights) apply_watchers(*insights);
         return;
     }
-    auto taken = std::move(held);
-    held.clear();
-    if (!taken.empty()) {
-        logger("kopf.reactor.queueing")
-            ->debug("Queueing the latest events of {} objects seen while standing by.",
-                    taken.size());
+    if (held.empty()) return;
+    logger("kopf.reactor.queueing")
+        ->debug("Queueing the latest events of {} objects seen while standing by.", held.size());
+    // The objects changed while standing by first: they are the likeliest to need handling.
+    takeover_order.clear();
+    for (const bool listed : {false, true}) {
+        for (const auto& [key, entry] : held) {
+            if (entry.seen_by_listing == listed) takeover_order.push_back(key);
+        }
     }
-    for (auto& [key, entry] : taken) {
+    queue_held();
+}
+
+void Orchestration::queue_held() {
+    if (stopping || standby) return;
+    // A batch at a time: the loop handles the first objects while the next ones are parsed.
+    constexpr std::size_t batch = 256;
+    for (std::size_t queued = 0; queued < batch && !takeover_order.empty();) {
+        const auto found = held.find(takeover_order.front());
+        takeover_order.pop_front();
+        if (found == held.end()) continue;  // a newer event came meanwhile, and is queued
+        HeldEvent entry = std::move(found->second);
+        std::string key = found->first;
+        held.erase(found);
         clients::WatchEvent event{std::move(entry.type), json::parse(entry.object),
                                   entry.seen_by_listing};
-        entry.object = std::string();  // freed as the queueing goes
         enqueue_keyed(key, entry.kind, std::move(event));
+        ++queued;
     }
+    if (!takeover_order.empty()) asio::post(io, [self = anchored()] { self->queue_held(); });
 }
 
 void Orchestration::stop_watcher(const WatcherKey& key, clients::StopSignal& signal) {
@@ -121,6 +145,7 @@ void Orchestration::apply_watchers(const Insights& insights) {
 void Orchestration::stop() {
     stopping = true;
     held.clear();
+    takeover_order.clear();
     for (auto& [key, signal] : watchers) signal->stop();
     watchers.clear();
 }
@@ -238,6 +263,8 @@ void Orchestration::enqueue(const std::shared_ptr<ServedKind>& kind, clients::Wa
         }
         return;
     }
+    // A newer event than the one held, if the takeover has not queued that yet.
+    if (!held.empty()) held.erase(key);
     enqueue_keyed(key, kind, std::move(event));
 }
 

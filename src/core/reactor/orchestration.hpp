@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <kopf/registry.hpp>
 #include <kopf/resource.hpp>
@@ -91,7 +92,8 @@ class Orchestration {
 
     // The Lease's standby (a warm pause): the watchers stay open and the indices follow the
     // objects, but no event is queued for the handlers; each object's latest event is held
-    // instead, and all of them are queued when the standby ends (the takeover), once each.
+    // instead, and all of them are queued when the standby ends (the takeover), once each: those
+    // changed while standing by first, a batch per turn of the loop.
     // Becoming a standby restarts the watchers (once): a leader keeps no copy of the bodies it
     // has handled (the events of its own patches are dropped unparsed), and the fresh listing
     // gives the standby every object's latest body, including the objects whose handling the
@@ -151,6 +153,7 @@ class Orchestration {
     void enqueue_keyed(const std::string& key, const std::shared_ptr<ServedKind>& kind,
                        clients::WatchEvent&& event);
     void stop_watcher(const WatcherKey& key, clients::StopSignal& signal);
+    void queue_held();
 
     asio::io_context& io;
     clients::ApiClient& api;
@@ -175,6 +178,8 @@ class Orchestration {
         bool seen_by_listing = false;
     };
     std::unordered_map<std::string, HeldEvent> held;
+    // At the takeover: the keys of `held` still to queue, in order (queue_held).
+    std::deque<std::string> takeover_order;
     const Insights* insights = nullptr;  // the observation's, as last revised
     std::map<WatcherKey, std::shared_ptr<clients::StopSignal>> watchers;
     std::map<std::string, std::shared_ptr<ServedKind>> kinds;  // by resource name
