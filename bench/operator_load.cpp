@@ -7,8 +7,9 @@
 //   operator_load crd      --url URL
 //   operator_load rv       --url URL    (the current resourceVersion)
 //   operator_load size     --url URL    (bytes of one stored object's JSON)
-//   operator_load create   --url URL --objects N [--spec-bytes 2048] [--connections 4] [--timeout
-//   600] operator_load update   --url URL --objects N --rate R --seconds S --records FILE
+//   operator_load create   --url URL --objects N [--first 0] [--spec-bytes 2048] [--connections 4]
+//                          [--timeout 600]
+//   operator_load update   --url URL --objects N --rate R --seconds S --records FILE
 //   operator_load resume   --records FILE --count N --start-us T0 [--timeout 600]
 //   operator_load limit    --url URL --objects N [--patches 2] [--spec-bytes 2048]
 //
@@ -119,7 +120,9 @@ long current_resource_version(Connection& connection) {
 // the first occurrences of those keys; handled objects carry status.create_fn.
 class HandledTracker {
   public:
-    explicit HandledTracker(long objects) : handled_(static_cast<std::size_t>(objects), false) {}
+    // Tracks the objects bench-<first> .. bench-<first + objects - 1>.
+    explicit HandledTracker(long objects, long first = 0)
+        : handled_(static_cast<std::size_t>(objects), false), first_(first) {}
 
     void feed(std::string_view data) {
         while (!data.empty()) {
@@ -152,13 +155,14 @@ class HandledTracker {
         static constexpr std::string_view kName = "\"name\":\"bench-";
         const auto at = line.find(kName);
         if (at == std::string_view::npos) return;
-        const long index = std::atol(line.data() + at + kName.size());
+        const long index = std::atol(line.data() + at + kName.size()) - first_;
         if (index < 0 || index >= static_cast<long>(handled_.size()) || handled_[index]) return;
         handled_[index] = true;
         count_.fetch_add(1);
     }
 
     std::vector<bool> handled_;
+    long first_ = 0;
     std::atomic<long> count_{0};
     long last_rv_ = 0;
     std::string partial_;
@@ -205,17 +209,18 @@ int command_rv(const Options& options) {
     return 0;
 }
 
-// Creates N objects over C connections and waits (on a watch) until every one shows the
-// operator's result in status.create_fn.
+// Creates N objects (bench-<first> on) over C connections and waits (on a watch) until every one
+// shows the operator's result in status.create_fn.
 int command_create(const Options& options) {
     const Endpoint endpoint = options.endpoint();
     const long objects = options.number("objects");
+    const long first = std::max(0L, options.number("first", 0));
     const long connections = std::max(1L, options.number("connections", 4));
     const long timeout = options.number("timeout", 600);
     const std::string spec = spec_json(options.number("spec-bytes", 2048));
 
     Connection admin(endpoint);
-    HandledTracker tracker(objects);
+    HandledTracker tracker(objects, first);
     std::atomic<bool> stop{false};
     std::atomic<bool> watching{false};
     const long start_rv = current_resource_version(admin);
@@ -245,8 +250,9 @@ int command_create(const Options& options) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
 
     const auto start = Clock::now();
-    in_parallel(endpoint, objects, connections,
-                [&](long i, Connection& connection) { create_object(connection, i, spec); });
+    in_parallel(endpoint, objects, connections, [&](long i, Connection& connection) {
+        create_object(connection, first + i, spec);
+    });
     const double accepted = seconds_since(start);
     std::printf("accepted: %ld objects in %.2f s = %.0f objects/s over %ld connections\n", objects,
                 accepted, objects / accepted, connections);
@@ -422,7 +428,7 @@ int usage() {
     std::fprintf(
         stderr,
         "usage: operator_load crd|rv|size|create|update|resume|limit --url http://127.0.0.1:PORT "
-        "[--objects N] [--spec-bytes B] [--connections C] [--rate R] [--seconds S] "
+        "[--objects N] [--first K] [--spec-bytes B] [--connections C] [--rate R] [--seconds S] "
         "[--records FILE] [--count N] [--start-us T] [--patches K] [--timeout S]\n");
     return 2;
 }

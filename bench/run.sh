@@ -5,7 +5,7 @@
 #   bench/run.sh                    # full suite, 3 runs, appends a results table to bench/README.md
 #   bench/run.sh --smoke            # N=200, one run, no README (CI: proves the suite still works)
 #   bench/run.sh --only create      # one group: apiserver, limit, create, steady, resume, idle, micro,
-#                                   # client, daemons, indexing, admission
+#                                   # client, daemons, indexing, admission, standby
 #
 # Options:
 #   --smoke                 small sizes, one run, short phases, no README append
@@ -19,6 +19,8 @@
 #   --index-sizes LIST      indexed objects, in the indexing group (default 10000,100000)
 #   --timer-objects N       objects with a 1 s timer each, in the daemons group (default 10000)
 #   --timer-seconds S       the timers' measurement window (default 30)
+#   --standby-objects N     objects watched by the standby, in the standby group (default 10000)
+#   --standby-seconds S     the idle standby's measurement window (default 30)
 #   --no-build              use the existing build tree
 #   --build-dir DIR         the build tree (default: <repo>/build, the "default" preset)
 #   --no-readme             print the table but do not append it to bench/README.md
@@ -51,10 +53,12 @@ DAEMON_SIZES="10000,100000"
 INDEX_SIZES="10000,100000"
 TIMER_OBJECTS=10000
 TIMER_SECONDS=30
+STANDBY_OBJECTS=10000
+STANDBY_SECONDS=30
 ONLY=()
 OPERATOR_ARGS=()
 
-usage() { sed -n '2,34p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,36p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 # Fails the whole run, also from inside $(...) subshells (their exit alone would be ignored).
 fail() {
     echo "bench/run.sh: $*" >&2
@@ -77,6 +81,8 @@ while [[ $# -gt 0 ]]; do
         --index-sizes) need_value "$@"; INDEX_SIZES=$2; shift 2 ;;
         --timer-objects) need_value "$@"; TIMER_OBJECTS=$2; shift 2 ;;
         --timer-seconds) need_value "$@"; TIMER_SECONDS=$2; shift 2 ;;
+        --standby-objects) need_value "$@"; STANDBY_OBJECTS=$2; shift 2 ;;
+        --standby-seconds) need_value "$@"; STANDBY_SECONDS=$2; shift 2 ;;
         --no-build) BUILD=0; shift ;;
         --build-dir) need_value "$@"; BUILD_DIR=$(cd "$2" && pwd); shift 2 ;;
         --no-readme) README_APPEND=0; shift ;;
@@ -90,13 +96,15 @@ done
 if [[ $SMOKE == 1 ]]; then
     RUNS=1; SIZES=200; STEADY_OBJECTS=200; STEADY_SECONDS=3; RESUME_OBJECTS=200; README_APPEND=0
     DAEMON_SIZES=200; TIMER_OBJECTS=200; TIMER_SECONDS=3; INDEX_SIZES=200
+    STANDBY_OBJECTS=200; STANDBY_SECONDS=2
 fi
-GROUPS_ALL=(apiserver limit create steady resume idle micro client daemons indexing admission)
+GROUPS_ALL=(apiserver limit create steady resume idle micro client daemons indexing admission standby)
 for name in "${ONLY[@]}"; do
     [[ " ${GROUPS_ALL[*]} " == *" $name "* ]] || fail "unknown group '$name' (one of: ${GROUPS_ALL[*]})"
 done
 for value in "$RUNS" "$STEADY_OBJECTS" "$STEADY_SECONDS" "$RESUME_OBJECTS" ${SIZES//,/ } \
-    "$TIMER_OBJECTS" "$TIMER_SECONDS" ${DAEMON_SIZES//,/ } ${INDEX_SIZES//,/ }; do
+    "$TIMER_OBJECTS" "$TIMER_SECONDS" ${DAEMON_SIZES//,/ } ${INDEX_SIZES//,/ } "$STANDBY_OBJECTS" \
+    "$STANDBY_SECONDS"; do
     [[ "$value" =~ ^[1-9][0-9]*$ ]] || fail "'$value' is not a positive integer"
 done
 wanted() {
@@ -670,6 +678,75 @@ admission_figures() {
     stop_process "$SERVER_PID"
 }
 
+# Active/standby replicas on a Lease (issue 20): two replicas of the benchmark operator with
+# `--lease bench-operator` (identities from $POD_ID), the leader on core 0 beside the API server,
+# the standby on core 1. The leader handles N objects while the standby watches them; the
+# standby's CPU over an idle window and its RSS; then `kill -9` of the leader and the seconds
+# until the first object created after the kill shows its result (operator_load create, started
+# right after the kill: its start and its watch's set-up are included). With the default lease
+# settings (15 s lease, 10 s renew deadline, 2 s retry period) and with shortened ones (3 s, 2 s,
+# 0.5 s); the smoke run only the shortened ones.
+REPLICA_PID=""
+start_replica() {  # NAME LEASE_SETTINGS PIN...: one replica; its log is $WORK/NAME.log
+    local name=$1 lease=$2; shift 2
+    : >"$WORK/$name.log"
+    "$@" env KUBECONFIG="$WORK/kubeconfig" POD_ID="$name" KOPF_BENCH_LEASE="$lease" \
+        "$KOPF" run "$OPERATOR_SOURCE" --standalone -n default --lease bench-operator \
+        "${OPERATOR_ARGS[@]}" >"$WORK/$name.log" 2>&1 &
+    REPLICA_PID=$!
+    STARTED_PIDS+=("$REPLICA_PID")
+}
+wait_for_log() {  # NAME PATTERN PID
+    local i
+    for i in $(seq 1200); do  # the first start compiles the operator
+        grep -q "$2" "$WORK/$1.log" && return 0
+        kill -0 "$3" 2>/dev/null || break
+        sleep 0.1
+    done
+    tail -20 "$WORK/$1.log" >&2
+    fail "the $1 replica did not log '$2'"
+}
+standby_failover() {  # LABEL LEASE_SETTINGS MEASURE_IDLE(0/1)
+    local label=$1 lease=$2 idle=$3 leader standby out cpu0 cpu1 killed handled
+    start_server
+    "$OPERATOR_LOAD" crd --url "$SERVER_URL"
+    start_replica leader "$lease" "${PIN_CORE0[@]}"
+    leader=$REPLICA_PID
+    wait_for_log leader "Acquired the lease default/bench-operator" "$leader"
+    start_replica standby "$lease" "${PIN_CORE1[@]}"
+    standby=$REPLICA_PID
+    wait_for_log standby "Competing for the lease default/bench-operator as 'standby'" "$standby"
+    wait_for_log standby "Serving resource benchobjects" "$standby"
+    "${PIN_CORE0[@]}" "$OPERATOR_LOAD" create --url "$SERVER_URL" --objects "$STANDBY_OBJECTS" >/dev/null
+    wait_idle "$standby" >/dev/null
+    if [[ $idle == 1 ]]; then
+        cpu0=$(cpu_ticks "$standby")
+        sleep "$STANDBY_SECONDS"
+        cpu1=$(cpu_ticks "$standby")
+        record "standby: idle CPU, watching ${STANDBY_OBJECTS} objects (${STANDBY_SECONDS} s)" \
+            "$(awk -v t=$((cpu1 - cpu0)) -v hz="$CLK_TCK" -v s="$STANDBY_SECONDS" \
+                'BEGIN { printf "%.3f", t / hz / s * 100 }')" "% of a core"
+        record "standby: idle RSS, watching ${STANDBY_OBJECTS} objects" \
+            "$(awk -v kb="$(proc_kb "$standby" VmRSS)" 'BEGIN { printf "%.1f", kb / 1024 }')" "MB"
+    fi
+    kill -KILL "$leader"
+    killed=$(now_us)
+    wait "$leader" 2>/dev/null || true
+    out=$("${PIN_CORE0[@]}" "$OPERATOR_LOAD" create --url "$SERVER_URL" --objects 1 \
+        --first "$STANDBY_OBJECTS" --timeout 120)
+    handled=$(now_us)
+    echo "$out"
+    wait_for_log standby "Acquired the lease default/bench-operator" "$standby"
+    record "standby: failover, kill -9 of the leader to the first handled object on the standby ($label)" \
+        "$(seconds_between_us "$killed" "$handled")" "s"
+    stop_process "$standby"
+    stop_process "$SERVER_PID"
+}
+standby_figures() {
+    if [[ $SMOKE == 0 ]]; then standby_failover "default lease settings: 15 s, 10 s, 2 s" "" 1; fi
+    standby_failover "lease 3 s, renew deadline 2 s, retry 0.5 s" "3,2,0.5" "$SMOKE"
+}
+
 # --- the suite -----------------------------------------------------------------------------
 IFS=, read -r -a SIZE_LIST <<<"$SIZES"
 IFS=, read -r -a DAEMON_SIZE_LIST <<<"$DAEMON_SIZES"
@@ -700,6 +777,7 @@ for run in $(seq "$RUNS"); do
     if wanted daemons; then daemons_figures; fi
     if wanted indexing; then indexing_figures; fi
     if wanted admission; then admission_figures; fi
+    if wanted standby; then standby_figures; fi
 done
 
 # Medians per figure, in the order first measured.

@@ -8,6 +8,9 @@
 // Records (one line each, appended with O_APPEND so concurrent handlers never interleave):
 //   "update <µs from the writer's spec.stamp to this call>"   (steady-state latency)
 //   "resume <µs since the epoch>"                               (resume at start-up)
+//
+// $KOPF_BENCH_LEASE="DURATION,RENEW_DEADLINE,RETRY_PERIOD" (seconds) sets settings.leasing for
+// the standby figures (run with --lease NAME); unset or empty: the defaults.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -15,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <kopf/kopf.hpp>
+#include <stdexcept>
 #include <string>
 
 namespace {
@@ -61,3 +65,17 @@ void resume_fn(kopf::Context&) {
     record("resume", now_microseconds());
 }
 KOPF_ON_RESUME(resume_fn, kBenchObjects);
+
+void configure_lease(kopf::ActivityContext& ctx) {
+    const char* lease = std::getenv("KOPF_BENCH_LEASE");
+    if (!lease || !*lease) return;
+    double duration = 0, renew_deadline = 0, retry_period = 0;
+    if (std::sscanf(lease, "%lf,%lf,%lf", &duration, &renew_deadline, &retry_period) != 3) {
+        throw std::runtime_error(std::string("KOPF_BENCH_LEASE='") + lease +
+                                 "' is not DURATION,RENEW_DEADLINE,RETRY_PERIOD in seconds");
+    }
+    ctx.settings.leasing.lease_duration = duration;
+    ctx.settings.leasing.renew_deadline = renew_deadline;
+    ctx.settings.leasing.retry_period = retry_period;
+}
+KOPF_ON_STARTUP(configure_lease);

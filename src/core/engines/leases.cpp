@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cmath>
 #include <ctime>
+#include <utility>
 
 #include "clients/api.hpp"
 #include "clients/errors.hpp"
@@ -61,6 +63,16 @@ bool lease_is_available(const json& spec, const std::string& identity,
     return *renewed + std::chrono::seconds(duration) <= now;
 }
 
+double standby_retry_delay(const json& spec, PeeringClock::time_point now, double retry_period) {
+    if (!spec.is_object()) return retry_period;
+    const auto renewed = structs::parse_iso8601(spec.value("renewTime", std::string()));
+    if (!renewed) return retry_period;
+    const auto expiry = *renewed + std::chrono::seconds(spec.value("leaseDurationSeconds", 0L));
+    const double until = std::chrono::duration<double>(expiry - now).count();
+    // A little after the expiry: the holder's clock wrote renewTime, and "expired" is strict.
+    return std::clamp(until + 0.01, 0.01, retry_period);
+}
+
 struct LeaseElector::Impl : std::enable_shared_from_this<LeaseElector::Impl> {
     Impl(asio::io_context& io, clients::ApiClient& api, const OperatorSettings& settings,
          std::string identity, OperatorPause& pause)
@@ -71,9 +83,11 @@ struct LeaseElector::Impl : std::enable_shared_from_this<LeaseElector::Impl> {
           identity(std::move(identity)),
           pause(pause),
           log(runtime::logger("kopf.engines.leases")),
-          deadline(io) {
-        // A standby until the Lease is held.
-        toggle = pause.make(true, fmt::format("lease {}/{}", leasing.namespace_, name));
+          deadline(io),
+          next_attempt(settings.leasing.retry_period) {
+        // A standby until the Lease is held: a warm pause (watching goes on, handling does not).
+        toggle = pause.make(true, fmt::format("lease {}/{}", leasing.namespace_, name),
+                            /*warm=*/true);
     }
 
     std::shared_ptr<Impl> anchored() {
@@ -95,8 +109,9 @@ struct LeaseElector::Impl : std::enable_shared_from_this<LeaseElector::Impl> {
                                 self->leasing.namespace_, self->name, error.what());
             }
             if (self->stop_signal.stopped()) break;
-            co_await self->api.sleep(clients::Seconds(self->leasing.retry_period),
-                                     &self->stop_signal);
+            co_await self->api.sleep(
+                clients::Seconds(std::exchange(self->next_attempt, self->leasing.retry_period)),
+                &self->stop_signal);
         }
         if (self->leading) {
             try {
@@ -148,6 +163,7 @@ struct LeaseElector::Impl : std::enable_shared_from_this<LeaseElector::Impl> {
         json spec = lease.value("spec", json::object());
         if (!lease_is_available(spec, identity, now)) {
             if (leading) lost(fmt::format("it is held by '{}'", spec.value("holderIdentity", "")));
+            next_attempt = standby_retry_delay(spec, PeeringClock::now(), leasing.retry_period);
             co_return;
         }
         const bool own = spec.value("holderIdentity", std::string()) == identity;
@@ -233,6 +249,7 @@ struct LeaseElector::Impl : std::enable_shared_from_this<LeaseElector::Impl> {
     clients::StopSignal stop_signal;
     bool leading = false;
     bool running = false;
+    double next_attempt = 0;  // seconds until the next attempt (standby_retry_delay)
     std::function<void()> on_stopped;
 };
 

@@ -1,10 +1,12 @@
 // Active/standby replicas on a coordination.k8s.io/v1 Lease (Kopf++ beyond Kopf; settings.leasing),
 // with the semantics of client-go's leader election: every retry period a replica tries to
 // acquire the Lease (free, expired, or its own) or to renew it as its holder; the holder is the
-// leader and handles objects, the others stand by (Kopf's operator pause: no watchers, no
-// daemons, no handlers). A leader that cannot renew within the renew deadline stops handling at
-// once, before its lease (longer) can expire and be taken; at its exit, it releases the Lease so
-// that a standby takes over at once rather than after the lease duration.
+// leader and handles objects, the others stand by. Standing by is a warm pause (OperatorPause):
+// the watch streams stay open and the indices follow the objects, but no handler, daemon or timer
+// runs; the reactor keeps each object's latest event and queues them all at the takeover. A
+// leader that cannot renew within the renew deadline stops handling at once, before its lease
+// (longer) can expire and be taken; at its exit, it releases the Lease so that a standby takes
+// over at once rather than after the lease duration.
 //
 //     spec: {holderIdentity: "<identity>", leaseDurationSeconds: 15, leaseTransitions: 3,
 //            acquireTime: "2026-11-26T06:00:00.123456Z", renewTime: "2026-11-26T06:00:04.2Z"}
@@ -35,6 +37,11 @@ std::string format_micro_time(PeeringClock::time_point t);
 /// renewTime plus leaseDurationSeconds has passed), or already held by `identity`.
 bool lease_is_available(const json& spec, const std::string& identity,
                         PeeringClock::time_point now);
+
+/// Seconds until a standby's next attempt after finding the Lease held by another: the retry
+/// period, or, when the holder's lease expires sooner, just after that expiry (a standby takes
+/// a dead leader's lease when it expires, not up to a retry period later).
+double standby_retry_delay(const json& spec, PeeringClock::time_point now, double retry_period);
 
 class LeaseElector {
   public:

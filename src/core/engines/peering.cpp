@@ -228,48 +228,58 @@ asio::awaitable<bool> touch_peering(clients::ApiClient& api, structs::Resource r
 
 // ---- the pause -----------------------------------------------------------------------------
 
-OperatorPause::Id OperatorPause::make(bool on, std::string name) {
-    const bool before = paused();
+OperatorPause::Id OperatorPause::make(bool on, std::string name, bool warm) {
+    const State before = state();
     const Id id = next_++;
-    toggles_.emplace(id, std::make_pair(std::move(name), on));
+    toggles_.emplace(id, Toggle{std::move(name), on, warm});
     changed(before);
     return id;
 }
 
 void OperatorPause::turn(Id id, bool on) {
     const auto found = toggles_.find(id);
-    if (found == toggles_.end() || found->second.second == on) return;
-    const bool before = paused();
-    found->second.second = on;
+    if (found == toggles_.end() || found->second.on == on) return;
+    const State before = state();
+    found->second.on = on;
     changed(before);
 }
 
 void OperatorPause::drop(Id id) {
-    const bool before = paused();
+    const State before = state();
     if (toggles_.erase(id) > 0) changed(before);
 }
 
 bool OperatorPause::is_on(Id id) const {
     const auto found = toggles_.find(id);
-    return found != toggles_.end() && found->second.second;
+    return found != toggles_.end() && found->second.on;
 }
 
 bool OperatorPause::paused() const {
     return std::any_of(toggles_.begin(), toggles_.end(),
-                       [](const auto& toggle) { return toggle.second.second; });
+                       [](const auto& toggle) { return toggle.second.on; });
+}
+
+bool OperatorPause::cold() const {
+    return std::any_of(toggles_.begin(), toggles_.end(),
+                       [](const auto& toggle) { return toggle.second.on && !toggle.second.warm; });
+}
+
+bool OperatorPause::warm() const {
+    return std::any_of(toggles_.begin(), toggles_.end(),
+                       [](const auto& toggle) { return toggle.second.on && toggle.second.warm; });
 }
 
 std::vector<std::string> OperatorPause::blockers() const {
     std::vector<std::string> names;
     for (const auto& [id, toggle] : toggles_) {
-        if (toggle.second) names.push_back(toggle.first);
+        if (toggle.on) names.push_back(toggle.name);
     }
     return names;
 }
 
-void OperatorPause::changed(bool before) {
-    const bool now = paused();
-    if (now != before && listener_) listener_(now);
+void OperatorPause::changed(State before) {
+    const State now = state();
+    if (now != before && listener_) listener_(now.cold || now.warm);
 }
 
 // ---- the engine ----------------------------------------------------------------------------

@@ -13,7 +13,8 @@
 //
 // The pause is Kopf's "operator_paused": a set of toggles (one per peering object, one for a
 // mandatory peering whose CRD is missing), paused while any is on. The reactor stops the
-// resource watchers and the daemons while paused, and starts them again when resumed.
+// resource watchers and the daemons while paused, and starts them again when resumed; the Lease's
+// standby (core/engines/leases) is a warm toggle, which keeps the watchers open.
 // In the standalone mode (settings.peering.standalone) no engine exists: no requests, no watches.
 #pragma once
 
@@ -100,23 +101,42 @@ boost::asio::awaitable<bool> touch_peering(clients::ApiClient& api, structs::Res
                                            std::string identity, long priority, long lifetime);
 
 /// Kopf's operator_paused: named toggles, paused while any is on. On the loop.
+/// A warm toggle (the Lease's standby) pauses the handling but not the watching: while only warm
+/// toggles are on, the watch streams stay open (see cold()).
 class OperatorPause {
   public:
     using Id = int;
-    Id make(bool on, std::string name);
+    Id make(bool on, std::string name, bool warm = false);
     void turn(Id id, bool on);
     void drop(Id id);
     bool is_on(Id id) const;
     bool paused() const;
+    /// Paused by a toggle that is not warm (Kopf's peering): the watch streams close too.
+    bool cold() const;
+    /// A warm toggle is on (the Lease's standby): no handling, whatever the others say.
+    bool warm() const;
     /// The names of the toggles that are on (Kopf's "blockers" in the logs).
     std::vector<std::string> blockers() const;
-    /// Called whenever paused() changes.
+    /// Called whenever paused(), cold() or warm() changes.
     void on_change(std::function<void(bool paused)> listener) { listener_ = std::move(listener); }
 
   private:
-    void changed(bool before);
+    struct Toggle {
+        std::string name;
+        bool on = false;
+        bool warm = false;
+    };
+    struct State {
+        bool cold = false;
+        bool warm = false;
+        bool operator!=(const State& other) const {
+            return cold != other.cold || warm != other.warm;
+        }
+    };
+    State state() const { return {cold(), warm()}; }
+    void changed(State before);
 
-    std::map<Id, std::pair<std::string, bool>> toggles_;
+    std::map<Id, Toggle> toggles_;
     Id next_ = 1;
     std::function<void(bool)> listener_;
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "clients/api.hpp"
@@ -61,7 +62,65 @@ void Orchestration::update_watchers(const Insights& insights) {
 void Orchestration::set_paused(bool paused) {
     if (stopping || this->paused == paused) return;
     this->paused = paused;
+    // The held events of closed watchers could outlive their objects: the listing at the resume
+    // brings the latest ones again.
+    if (paused) {
+        held.clear();
+        takeover_order.clear();
+    }
     if (insights) apply_watchers(*insights);
+}
+
+void Orchestration::set_standby(bool standby) {
+    if (stopping || this->standby == standby) return;
+    this->standby = standby;
+    if (standby) {
+        // What is still held from an earlier standby is listed again.
+        held.clear();
+        takeover_order.clear();
+        for (auto& [key, signal] : watchers) stop_watcher(key, *signal);
+        watchers.clear();
+        if (insights) apply_watchers(*insights);
+        return;
+    }
+    if (held.empty()) return;
+    logger("kopf.reactor.queueing")
+        ->debug("Queueing the latest events of {} objects seen while standing by.", held.size());
+    // The objects changed while standing by first: they are the likeliest to need handling.
+    takeover_order.clear();
+    for (const bool listed : {false, true}) {
+        for (const auto& [key, entry] : held) {
+            if (entry.seen_by_listing == listed) takeover_order.push_back(key);
+        }
+    }
+    queue_held();
+}
+
+void Orchestration::queue_held() {
+    if (stopping || standby) return;
+    // A batch at a time: the loop handles the first objects while the next ones are parsed.
+    constexpr std::size_t batch = 256;
+    for (std::size_t queued = 0; queued < batch && !takeover_order.empty();) {
+        const auto found = held.find(takeover_order.front());
+        takeover_order.pop_front();
+        if (found == held.end()) continue;  // a newer event came meanwhile, and is queued
+        HeldEvent entry = std::move(found->second);
+        std::string key = found->first;
+        held.erase(found);
+        clients::WatchEvent event{std::move(entry.type), json::parse(entry.object),
+                                  entry.seen_by_listing};
+        enqueue_keyed(key, entry.kind, std::move(event));
+        ++queued;
+    }
+    if (!takeover_order.empty()) asio::post(io, [self = anchored()] { self->queue_held(); });
+}
+
+void Orchestration::stop_watcher(const WatcherKey& key, clients::StopSignal& signal) {
+    signal.stop();
+    if (const auto id = indexed_watchers.find(key); id != indexed_watchers.end()) {
+        indexing->watcher_stopped(id->second);
+        indexed_watchers.erase(id);
+    }
 }
 
 void Orchestration::apply_watchers(const Insights& insights) {
@@ -69,11 +128,7 @@ void Orchestration::apply_watchers(const Insights& insights) {
     const auto wanted = paused ? std::set<WatcherKey>{} : wanted_watchers(insights);
     for (auto it = watchers.begin(); it != watchers.end();) {
         if (!wanted.count(it->first)) {
-            it->second->stop();
-            if (const auto id = indexed_watchers.find(it->first); id != indexed_watchers.end()) {
-                indexing->watcher_stopped(id->second);
-                indexed_watchers.erase(id);
-            }
+            stop_watcher(it->first, *it->second);
             it = watchers.erase(it);
         } else {
             ++it;
@@ -89,6 +144,8 @@ void Orchestration::apply_watchers(const Insights& insights) {
 
 void Orchestration::stop() {
     stopping = true;
+    held.clear();
+    takeover_order.clear();
     for (auto& [key, signal] : watchers) signal->stop();
     watchers.clear();
 }
@@ -153,7 +210,9 @@ void Orchestration::start_watcher(const WatcherKey& key, const structs::Resource
 // The event of our own patch that would change nothing is recognised by its version
 // before its line is parsed (parsing it was a fifth of the operator's work per object).
 bool Orchestration::drop_echo(const std::string& version, const std::string& key_prefix) {
-    if (stopping) return false;
+    // A standby keeps every body it sees (the echo of a patch made before the lease was lost
+    // included): it is the one to handle at the takeover.
+    if (stopping || standby) return false;
     const auto key = queues.drop_echo(version, key_prefix);
     if (!key) return false;
     if (const auto entry = objects.find(*key); entry != objects.end()) ++entry->second.events;
@@ -192,6 +251,25 @@ void Orchestration::enqueue(const std::shared_ptr<ServedKind>& kind, clients::Wa
         key +=
             metadata_field(event.object, "namespace") + "/" + metadata_field(event.object, "name");
     }
+    if (standby) {
+        // The deletion of an object this replica never handled leaves nothing to handle.
+        if (event.type == "DELETED" && !objects.count(key)) {
+            held.erase(key);
+        } else {
+            HeldEvent latest{kind, std::move(event.type), event.object.dump(),
+                             event.seen_by_listing};
+            const bool added = held.insert_or_assign(std::move(key), std::move(latest)).second;
+            if (!added && kind->meters.batched) kind->meters.batched->Increment();
+        }
+        return;
+    }
+    // A newer event than the one held, if the takeover has not queued that yet.
+    if (!held.empty()) held.erase(key);
+    enqueue_keyed(key, kind, std::move(event));
+}
+
+void Orchestration::enqueue_keyed(const std::string& key, const std::shared_ptr<ServedKind>& kind,
+                                  clients::WatchEvent&& event) {
     auto& entry = objects[key];
     if (!entry.kind) entry.kind = kind;
     // A version older than one we have processed, delivered late by a stalled stream, lacks

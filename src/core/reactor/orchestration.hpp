@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <kopf/registry.hpp>
 #include <kopf/resource.hpp>
@@ -89,6 +90,17 @@ class Orchestration {
     // (with a fresh listing) when resumed. The observers keep running.
     void set_paused(bool paused);
 
+    // The Lease's standby (a warm pause): the watchers stay open and the indices follow the
+    // objects, but no event is queued for the handlers; each object's latest event is held
+    // instead, and all of them are queued when the standby ends (the takeover), once each: those
+    // changed while standing by first, a batch per turn of the loop.
+    // Becoming a standby restarts the watchers (once): a leader keeps no copy of the bodies it
+    // has handled (the events of its own patches are dropped unparsed), and the fresh listing
+    // gives the standby every object's latest body, including the objects whose handling the
+    // lost leadership cut short. A replica that starts as a standby lists once, at its start.
+    void set_standby(bool standby);
+    bool standing_by() const { return standby; }
+
     // Runs one watch loop of `resource` on the loop until `stop`; its end is logged, never fatal.
     void watch_until_stopped(const structs::Resource& resource, const std::string& namespace_,
                              std::shared_ptr<clients::StopSignal> stop,
@@ -138,6 +150,10 @@ class Orchestration {
     void on_watch_event(const std::shared_ptr<ServedKind>& kind,
                         engines::IndexingEngine::WatcherId indexed, clients::WatchEvent&& event);
     void enqueue(const std::shared_ptr<ServedKind>& kind, clients::WatchEvent&& event);
+    void enqueue_keyed(const std::string& key, const std::shared_ptr<ServedKind>& kind,
+                       clients::WatchEvent&& event);
+    void stop_watcher(const WatcherKey& key, clients::StopSignal& signal);
+    void queue_held();
 
     asio::io_context& io;
     clients::ApiClient& api;
@@ -151,6 +167,19 @@ class Orchestration {
     std::weak_ptr<void> owner;
     bool stopping = false;
     bool paused = false;
+    bool standby = false;
+    // While standing by: the latest event of each object, by object key, to queue at the takeover.
+    // The body is kept as JSON text: a parsed body takes 2-3 times its text's memory, and a
+    // standby holds every object (parsed again once, at the takeover).
+    struct HeldEvent {
+        std::shared_ptr<ServedKind> kind;
+        std::string type;
+        std::string object;  // JSON text
+        bool seen_by_listing = false;
+    };
+    std::unordered_map<std::string, HeldEvent> held;
+    // At the takeover: the keys of `held` still to queue, in order (queue_held).
+    std::deque<std::string> takeover_order;
     const Insights* insights = nullptr;  // the observation's, as last revised
     std::map<WatcherKey, std::shared_ptr<clients::StopSignal>> watchers;
     std::map<std::string, std::shared_ptr<ServedKind>> kinds;  // by resource name

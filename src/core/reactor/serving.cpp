@@ -139,16 +139,25 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     void start_peering(std::string identity) {
         if (settings.peering.standalone && !settings.leasing.name) return;
         if (identity.empty()) identity = engines::detect_own_id(false);
+        // A cold pause (peering) closes the watch streams; a warm one (the Lease's standby) keeps
+        // them open and only holds the events back from the handlers.
         pause.on_change([this](bool paused) {
-            const auto blockers = pause.blockers();
-            if (paused) {
-                logger("kopf.reactor.orchestration")
-                    ->debug("Pausing the watch-streams (blockers: {}).", fmt::join(blockers, ", "));
-            } else {
-                logger("kopf.reactor.orchestration")->debug("Resuming the watch-streams.");
+            const bool cold = pause.cold();
+            const auto log = logger("kopf.reactor.orchestration");
+            if (cold && !orchestration_cold) {
+                log->debug("Pausing the watch-streams (blockers: {}).",
+                           fmt::join(pause.blockers(), ", "));
+            } else if (!cold && orchestration_cold) {
+                log->debug("Resuming the watch-streams.");
+            }
+            orchestration_cold = cold;
+            if (pause.warm() != orchestration.standing_by()) {
+                log->debug(pause.warm() ? "Standing by: watching, not handling."
+                                        : "Leading: handling the objects.");
             }
             if (daemons) daemons->pause(paused);
-            orchestration.set_paused(paused);
+            orchestration.set_paused(cold);
+            orchestration.set_standby(pause.warm());
         });
         if (settings.leasing.name) {
             elector = std::make_unique<engines::LeaseElector>(io, api, settings, identity, pause);
@@ -230,6 +239,12 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     // ---- processing ------------------------------------------------------------------------
 
     void process(const std::string& key, json&& event, ObjectQueues::Done done) {
+        // A leader that has lost its lease stops handling at once: what was queued is in the
+        // standby's held events again (its watchers relist), and is handled at the takeover.
+        if (orchestration.standing_by()) {
+            done({});
+            return;
+        }
         if (indexing && !indexing->ready()) {
             // No handler runs before the indices are complete (as Kopf).
             auto self = shared_from_this();
@@ -329,7 +344,8 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         const auto count = objects[key].events;
         executor.post_after(delay, [self, key, resource, body, count] {
             const auto counted = self->objects.find(key);
-            if (self->stopping || counted == self->objects.end() || counted->second.events != count)
+            if (self->stopping || counted == self->objects.end() ||
+                counted->second.events != count || self->orchestration.standing_by())
                 return;
             self->applier.touch(resource, body);
         });
@@ -499,6 +515,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     bool queues_finished = false;
     bool daemons_finished = false;
     bool peering_finished = false;
+    bool orchestration_cold = false;  // the watch streams are closed for a cold pause
     bool lease_releasing = false;
     bool lease_released = false;
     int posts_in_flight = 0;

@@ -117,6 +117,10 @@ TEST(BenchSmoke, SmokeRunCompletesAndPrintsEveryFigure) {
              "figure: admission: review latency p99, as fast as answered",
              "figure: admission: operator CPU per review",
              "figure: admission: review latency p99 at 1000 reviews/s",
+             "figure: standby: idle CPU, watching 200 objects",
+             "figure: standby: idle RSS, watching 200 objects",
+             "figure: standby: failover, kill -9 of the leader to the first handled object on the "
+             "standby (lease 3 s",
          }) {
         EXPECT_NE(run.output.find(figure), std::string::npos) << "missing line: " << figure;
     }

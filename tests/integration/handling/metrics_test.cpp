@@ -25,22 +25,6 @@ using namespace std::chrono_literals;
 const char* const kPromtool = "/usr/bin/promtool";
 const char* const kPrometheus = "/usr/bin/prometheus";
 
-std::string body_of(const std::string& answer) {
-    const auto start = answer.find("\r\n\r\n");
-    return start == std::string::npos ? "" : answer.substr(start + 4);
-}
-
-// The value of the sample `series` ("name{label=\"v\",...}" exactly as exposed, labels in
-// prometheus-cpp's sorted order), or -1 when it is not in `text`.
-double sample(const std::string& text, const std::string& series) {
-    std::size_t at = 0;
-    while ((at = text.find(series + " ", at)) != std::string::npos) {
-        if (at == 0 || text[at - 1] == '\n') return std::stod(text.substr(at + series.size() + 1));
-        at += series.size();
-    }
-    return -1;
-}
-
 // The output of a shell command and its exit code.
 std::pair<int, std::string> shell(const std::string& command) {
     std::string output;
@@ -84,43 +68,50 @@ TEST_F(Metrics, SeriesMoveAsObjectsAreHandledAndPassPromtool) {
     std::string text;
     ASSERT_TRUE(eventually(
         [&] {
-            text = body_of(http_get(port, "/metrics"));
-            return sample(text,
-                          R"(kopf_handler_invocations_total{handler="flaky",outcome="success"})") ==
+            text = http_body(http_get(port, "/metrics"));
+            return metric_sample(
+                       text,
+                       R"(kopf_handler_invocations_total{handler="flaky",outcome="success"})") ==
                        3 &&
-                   sample(
+                   metric_sample(
                        text,
                        R"(kopf_handler_invocations_total{handler="create_fn",outcome="success"})") ==
                        3;
         },
         20s))
         << text;
-    // Batching is counted per resource (how many depends on timing; sample() is -1 if absent).
-    EXPECT_GE(
-        sample(text, R"(kopf_watch_events_batched_total{resource="kopfexamples.v1.kopf.dev"})"), 0)
+    // Batching is counted per resource (how many depends on timing; metric_sample() is -1 if
+    // absent).
+    EXPECT_GE(metric_sample(
+                  text, R"(kopf_watch_events_batched_total{resource="kopfexamples.v1.kopf.dev"})"),
+              0)
         << text;
+    EXPECT_EQ(metric_sample(
+                  text, R"(kopf_handler_invocations_total{handler="flaky",outcome="temporary"})"),
+              3);
     EXPECT_EQ(
-        sample(text, R"(kopf_handler_invocations_total{handler="flaky",outcome="temporary"})"), 3);
-    EXPECT_EQ(
-        sample(text, R"(kopf_handler_invocations_total{handler="create_fn",outcome="permanent"})"),
+        metric_sample(text,
+                      R"(kopf_handler_invocations_total{handler="create_fn",outcome="permanent"})"),
         0);
-    EXPECT_EQ(sample(text, R"(kopf_handler_retries_total{handler="flaky"})"), 3);
-    EXPECT_EQ(sample(text, R"(kopf_handler_duration_seconds_count{handler="flaky"})"), 6);
-    EXPECT_GE(sample(text, R"(kopf_watch_events_total{resource=")" + kexes + R"("})"), 3) << text;
-    EXPECT_GE(sample(text, R"(kopf_watch_streams_total{resource=")" + kexes + R"("})"), 1) << text;
-    EXPECT_GE(sample(text, R"(kopf_workers{resource=")" + kexes + R"("})"), 0) << text;
-    EXPECT_GE(sample(text, R"(kopf_queue_depth{resource=")" + kexes + R"("})"), 0) << text;
+    EXPECT_EQ(metric_sample(text, R"(kopf_handler_retries_total{handler="flaky"})"), 3);
+    EXPECT_EQ(metric_sample(text, R"(kopf_handler_duration_seconds_count{handler="flaky"})"), 6);
+    EXPECT_GE(metric_sample(text, R"(kopf_watch_events_total{resource=")" + kexes + R"("})"), 3)
+        << text;
+    EXPECT_GE(metric_sample(text, R"(kopf_watch_streams_total{resource=")" + kexes + R"("})"), 1)
+        << text;
+    EXPECT_GE(metric_sample(text, R"(kopf_workers{resource=")" + kexes + R"("})"), 0) << text;
+    EXPECT_GE(metric_sample(text, R"(kopf_queue_depth{resource=")" + kexes + R"("})"), 0) << text;
     // The objects were patched (progress, results, the diff-base) and listed.
-    EXPECT_GE(sample(text, R"(kopf_api_requests_total{code="200",resource=")" + kexes +
-                               R"(",verb="patch"})"),
+    EXPECT_GE(metric_sample(text, R"(kopf_api_requests_total{code="200",resource=")" + kexes +
+                                      R"(",verb="patch"})"),
               3)
         << text;
-    EXPECT_GE(sample(text, R"(kopf_api_requests_total{code="200",resource=")" + kexes +
-                               R"(",verb="list"})"),
+    EXPECT_GE(metric_sample(text, R"(kopf_api_requests_total{code="200",resource=")" + kexes +
+                                      R"(",verb="list"})"),
               1)
         << text;
-    EXPECT_GE(sample(text, R"(kopf_api_request_duration_seconds_count{resource=")" + kexes +
-                               R"(",verb="patch"})"),
+    EXPECT_GE(metric_sample(text, R"(kopf_api_request_duration_seconds_count{resource=")" + kexes +
+                                      R"(",verb="patch"})"),
               3)
         << text;
     EXPECT_NE(text.find("# TYPE kopf_handler_duration_seconds histogram"), std::string::npos);
@@ -130,8 +121,8 @@ TEST_F(Metrics, SeriesMoveAsObjectsAreHandledAndPassPromtool) {
     create(example("kex-m4", {{"x", 1}}));
     ASSERT_TRUE(eventually(
         [&] {
-            text = body_of(http_get(port, "/metrics"));
-            return sample(
+            text = http_body(http_get(port, "/metrics"));
+            return metric_sample(
                        text,
                        R"(kopf_handler_invocations_total{handler="create_fn",outcome="success"})") ==
                    4;
@@ -171,17 +162,17 @@ TEST_F(Metrics, ThrottlingRetriesAndRelistsOfTheApiServerAreCounted) {
     std::string text;
     ASSERT_TRUE(eventually(
         [&] {
-            text = body_of(http_get(port, "/metrics"));
-            return sample(text, "kopf_api_retry_after_seconds_total") == 1;
+            text = http_body(http_get(port, "/metrics"));
+            return metric_sample(text, "kopf_api_retry_after_seconds_total") == 1;
         },
         20s))
         << text;
-    EXPECT_EQ(sample(text, "kopf_api_throttled_total"), 1);
-    EXPECT_EQ(sample(text, R"(kopf_api_retries_total{code="429"})"), 1);
+    EXPECT_EQ(metric_sample(text, "kopf_api_throttled_total"), 1);
+    EXPECT_EQ(metric_sample(text, R"(kopf_api_retries_total{code="429"})"), 1);
 
     // Resuming from a version the server no longer has: 410 Gone, then a relisting.
     const std::string relists = R"(kopf_watch_relists_total{resource="kopfexamples.v1.kopf.dev"})";
-    EXPECT_EQ(sample(text, relists), 0);
+    EXPECT_EQ(metric_sample(text, relists), 0);
     server->stall_watches(true);  // the operator misses the next change
     create(example("kex-missed", {{"x", 1}}));
     server->compact_history();
@@ -189,12 +180,13 @@ TEST_F(Metrics, ThrottlingRetriesAndRelistsOfTheApiServerAreCounted) {
     server->stall_watches(false);
     ASSERT_TRUE(eventually(
         [&] {
-            text = body_of(http_get(port, "/metrics"));
-            return sample(text, relists) == 1;
+            text = http_body(http_get(port, "/metrics"));
+            return metric_sample(text, relists) == 1;
         },
         20s))
         << text;
-    EXPECT_GE(sample(text, R"(kopf_watch_streams_total{resource="kopfexamples.v1.kopf.dev"})"), 2);
+    EXPECT_GE(
+        metric_sample(text, R"(kopf_watch_streams_total{resource="kopfexamples.v1.kopf.dev"})"), 2);
     EXPECT_EQ(operator_->stop(), "");
 }
 
@@ -218,8 +210,8 @@ TEST_F(Metrics, ReloginsAndInactivityReconnectsAreCounted) {
     std::string text;
     ASSERT_TRUE(eventually(
         [&] {
-            text = body_of(http_get(port, "/metrics"));
-            return sample(text, "kopf_relogins_total") == 1;
+            text = http_body(http_get(port, "/metrics"));
+            return metric_sample(text, "kopf_relogins_total") == 1;
         },
         20s))
         << text;
@@ -230,8 +222,8 @@ TEST_F(Metrics, ReloginsAndInactivityReconnectsAreCounted) {
         R"(kopf_watch_inactivity_reconnects_total{resource="kopfexamples.v1.kopf.dev"})";
     ASSERT_TRUE(eventually(
         [&] {
-            text = body_of(http_get(port, "/metrics"));
-            return sample(text, reconnects) >= 1;
+            text = http_body(http_get(port, "/metrics"));
+            return metric_sample(text, reconnects) >= 1;
         },
         20s))
         << text;
@@ -258,27 +250,27 @@ TEST_F(Metrics, DaemonsTimersAndIndicesAreGaugedAtEachScrape) {
     std::string text;
     ASSERT_TRUE(eventually(
         [&] {
-            text = body_of(http_get(port, "/metrics"));
-            return sample(text, R"(kopf_daemons_running{kind="daemon"})") == 3 &&
-                   sample(text, R"(kopf_daemons_running{kind="timer"})") == 3 &&
-                   sample(text, R"(kopf_index_values{index="by_field"})") == 3 &&
-                   sample(
+            text = http_body(http_get(port, "/metrics"));
+            return metric_sample(text, R"(kopf_daemons_running{kind="daemon"})") == 3 &&
+                   metric_sample(text, R"(kopf_daemons_running{kind="timer"})") == 3 &&
+                   metric_sample(text, R"(kopf_index_values{index="by_field"})") == 3 &&
+                   metric_sample(
                        text,
                        R"(kopf_handler_invocations_total{handler="ticker",outcome="success"})") >=
                        3;
         },
         20s))
         << text;
-    EXPECT_EQ(sample(text, R"(kopf_index_keys{index="by_field"})"), 2);
+    EXPECT_EQ(metric_sample(text, R"(kopf_index_keys{index="by_field"})"), 2);
 
     // The object goes: so do its daemon, its timer and its index entry.
     remove("kex-d1");
     ASSERT_TRUE(eventually(
         [&] {
-            text = body_of(http_get(port, "/metrics"));
-            return sample(text, R"(kopf_daemons_running{kind="daemon"})") == 2 &&
-                   sample(text, R"(kopf_daemons_running{kind="timer"})") == 2 &&
-                   sample(text, R"(kopf_index_keys{index="by_field"})") == 1;
+            text = http_body(http_get(port, "/metrics"));
+            return metric_sample(text, R"(kopf_daemons_running{kind="daemon"})") == 2 &&
+                   metric_sample(text, R"(kopf_daemons_running{kind="timer"})") == 2 &&
+                   metric_sample(text, R"(kopf_index_keys{index="by_field"})") == 1;
         },
         20s))
         << text;
@@ -298,8 +290,8 @@ TEST_F(Metrics, ServedOnALivenessServerPathBesideTheProbes) {
     ASSERT_TRUE(eventually(
         [&] {
             text = http_get(port, "/metrics");
-            return sample(
-                       body_of(text),
+            return metric_sample(
+                       http_body(text),
                        R"(kopf_handler_invocations_total{handler="create_fn",outcome="success"})") ==
                    1;
         },
@@ -415,7 +407,7 @@ TEST_F(Metrics, APrometheusServerScrapesTheHandlerInvocations) {
     std::string answer;
     const bool scraped = eventually(
         [&] {
-            answer = body_of(http_get(web, query));
+            answer = http_body(http_get(web, query));
             if (answer.empty()) return false;
             const json parsed = json::parse(answer, nullptr, false);
             return !parsed.is_discarded() && parsed.value("status", "") == "success" &&

@@ -7,9 +7,12 @@
 // its lease expires, a leader whose lease is taken stops handling, bad lease settings stop the
 // start.
 
+#include <atomic>
 #include <mutex>
 #include <regex>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/actions/logging.hpp"
@@ -438,6 +441,27 @@ class Leases : public Peering {
         });
     }
     json lease() { return request("GET", LEASES + "/kopfexample-operator"); }
+    // The Lease as another replica holds it (renewed now, for `duration` seconds).
+    void hold_lease(const std::string& holder, long duration, long transitions = 0) {
+        const auto now = std::chrono::system_clock::now();
+        request("POST", LEASES,
+                {{"apiVersion", "coordination.k8s.io/v1"},
+                 {"kind", "Lease"},
+                 {"metadata", {{"name", "kopfexample-operator"}, {"namespace", "default"}}},
+                 {"spec",
+                  {{"holderIdentity", holder},
+                   {"leaseDurationSeconds", duration},
+                   {"leaseTransitions", transitions},
+                   {"acquireTime", engines::format_micro_time(now)},
+                   {"renewTime", engines::format_micro_time(now)}}}});
+    }
+    // The holder dies: its last renewal is long past, so the Lease has expired.
+    void expire_lease() {
+        json expired = lease();
+        expired["spec"]["renewTime"] =
+            engines::format_micro_time(std::chrono::system_clock::now() - std::chrono::hours(2));
+        request("PUT", LEASES + "/kopfexample-operator", expired);
+    }
     std::string holder() {
         try {
             return lease()["spec"].value("holderIdentity", "");
@@ -504,17 +528,7 @@ TEST_F(Leases, TheStandbyTakesOverAtOnceWhenTheLeaderExits) {
 
 TEST_F(Leases, AStandbyTakesTheLeaseOfACrashedReplicaWhenItExpires) {
     // A replica killed without a word: its lease stays until its duration passes.
-    const auto now = std::chrono::system_clock::now();
-    request("POST", LEASES,
-            {{"apiVersion", "coordination.k8s.io/v1"},
-             {"kind", "Lease"},
-             {"metadata", {{"name", "kopfexample-operator"}, {"namespace", "default"}}},
-             {"spec",
-              {{"holderIdentity", "crashed-replica"},
-               {"leaseDurationSeconds", 2},
-               {"leaseTransitions", 4},
-               {"acquireTime", engines::format_micro_time(now)},
-               {"renewTime", engines::format_micro_time(now)}}}});
+    hold_lease("crashed-replica", 2, 4);
     Registry registry;
     auto calls = std::make_shared<Calls>();
     record_fields(registry, calls, log);
@@ -561,6 +575,176 @@ TEST_F(Leases, ALeaderWhoseLeaseIsTakenStopsHandlingUntilItHoldsItAgain) {
     for (const auto& call : calls->details("fields")) {
         if (call["field"] == "while-standing-by") EXPECT_EQ(call["acquired"], 2) << call;
     }
+}
+
+// The watch requests of the served resource (the first one and any restart) and the API
+// requests listing or watching it, as the operator's metrics count them.
+struct WatchTraffic {
+    double streams = -1;
+    double lists_and_watches = 0;
+    bool operator==(const WatchTraffic& other) const {
+        return streams == other.streams && lists_and_watches == other.lists_and_watches;
+    }
+};
+WatchTraffic watch_traffic(const std::string& metrics) {
+    WatchTraffic traffic;
+    traffic.streams =
+        metric_sample(metrics, R"(kopf_watch_streams_total{resource="kopfexamples.v1.kopf.dev"})");
+    std::istringstream lines(metrics);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.rfind("kopf_api_requests_total{", 0) != 0 ||
+            line.find("kopfexamples") == std::string::npos ||
+            (line.find(R"(verb="list")") == std::string::npos &&
+             line.find(R"(verb="watch")") == std::string::npos))
+            continue;
+        traffic.lists_and_watches += std::stod(line.substr(line.rfind(' ') + 1));
+    }
+    return traffic;
+}
+
+// A standby with the lease held elsewhere: it watches and indexes, but runs no handler and no
+// timer. When the leader dies, it takes over on the watch stream it has kept (no new listing
+// or watch request) and handles each object changed meanwhile once, from its latest body.
+TEST_F(Leases, AWarmStandbyWatchesAndIndexesThenHandlesTheLatestBodiesOnceAtTheTakeover) {
+    hold_lease("departed-leader", 3600);
+    Registry registry;
+    auto calls = std::make_shared<Calls>();
+    on::index idx(registry, "kopfexamples", {.id = "by_field"}, [](Context& ctx) -> json {
+        return {{ctx.spec.value("field", ""), ctx.name}};
+    });
+    on::create(registry, "kopfexamples", {.id = "create_fn"}, [calls](Context& ctx) {
+        calls->add("created", {{"name", ctx.name},
+                               {"field", ctx.spec.value("field", "")},
+                               {"indexed", ctx.index("by_field").get("3").size()}});
+    });
+    on::timer ticker(registry, "kopfexamples", {.id = "ticker", .interval = 0.1},
+                     [calls](Context& ctx) { calls->add("tick", ctx.name); });
+    const int port = free_port();
+    auto standby = start_operator(registry, lease_settings(), [port](RunOptions& options) {
+        options.lease = "kopfexample-operator";
+        options.identity = "replica-b";
+        options.metrics_endpoint = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
+    });
+    ASSERT_TRUE(eventually([&] { return log->contains("as 'replica-b'"); }));
+
+    // While it stands by: one object created and changed twice, another created and deleted.
+    create(example("kex-warm", {{"field", "1"}}));
+    patch("kex-warm", {{"spec", {{"field", "2"}}}});
+    patch("kex-warm", {{"spec", {{"field", "3"}}}});
+    create(example("kex-gone", {{"field", "x"}}));
+    remove("kex-gone");
+    std::string text;
+    const std::string events = R"(kopf_watch_events_total{resource="kopfexamples.v1.kopf.dev"})";
+    ASSERT_TRUE(eventually([&] {
+        text = http_body(http_get(port, "/metrics"));
+        return metric_sample(text, events) >= 5 &&
+               metric_sample(text, R"(kopf_index_keys{index="by_field"})") == 1 &&
+               metric_sample(text, R"(kopf_index_values{index="by_field"})") == 1;
+    })) << text;
+    EXPECT_EQ(metric_sample(text, R"(kopf_paused)"), 1) << text;
+    const WatchTraffic standing_by = watch_traffic(text);
+    EXPECT_EQ(standing_by.streams, 1) << text;
+    EXPECT_GT(standing_by.lists_and_watches, 0) << text;
+    EXPECT_EQ(calls->count("created"), 0);
+    EXPECT_EQ(calls->count("tick"), 0);
+    EXPECT_EQ(get("kex-warm")->value("/metadata/finalizers"_json_pointer, json::array()),
+              json::array());  // nothing written while standing by
+
+    // The leader dies: the standby takes over when its lease has expired.
+    expire_lease();
+    ASSERT_TRUE(eventually([&] {
+        return calls->count("created") == 1 && calls->count("tick") > 0;
+    })) << log->text();
+    EXPECT_EQ(holder(), "replica-b");
+    const json once = {{"name", "kex-warm"}, {"field", "3"}, {"indexed", 1}};
+    EXPECT_EQ(calls->details("created"), std::vector<json>{once});
+    text = http_body(http_get(port, "/metrics"));
+    EXPECT_EQ(watch_traffic(text), standing_by) << text;  // the same watch stream, no listing
+    EXPECT_EQ(metric_sample(text, R"(kopf_paused)"), 0) << text;
+    // Handled once: the success is recorded, and the ticks do not bring the handler back.
+    ASSERT_TRUE(eventually([&] { return calls->count("tick") >= 3; }));
+    EXPECT_EQ(calls->count("created"), 1);
+    EXPECT_EQ(standby->stop(), "");
+}
+
+// A standby that a higher peer pauses (Kopf's cold pause) closes its watch streams and forgets
+// what it held; resumed, it lists again and still handles each object once at the takeover.
+TEST_F(Leases, AStandbyPausedByAHigherPeerRelistsWhenResumedAndHandlesOnceAtTheTakeover) {
+    install_peering();
+    hold_lease("departed-leader", 3600);
+    Registry registry;
+    auto calls = std::make_shared<Calls>();
+    record_creations(registry, calls, "b");
+    auto standby = start_operator(registry, peering_settings(), [](RunOptions& options) {
+        options.standalone = false;
+        options.lease = "kopfexample-operator";
+        options.identity = "replica-b";
+    });
+    ASSERT_TRUE(eventually([&] { return status().contains("replica-b"); })) << log->text();
+    create(example("kex-before-pause", {{"field", 1}}));
+    write_peer("maintenance", 100, 60, std::chrono::system_clock::now());
+    ASSERT_TRUE(eventually([&] { return log->contains("Pausing operations in favour of"); }));
+    create(example("kex-during-pause", {{"field", 2}}));
+    remove("kex-before-pause");
+    remove_peer("maintenance");
+    ASSERT_TRUE(eventually([&] { return log->contains("Resuming operations"); }));
+    EXPECT_EQ(calls->count("b"), 0);
+
+    expire_lease();
+    ASSERT_TRUE(eventually([&] { return calls->count("b") == 1; })) << log->text();
+    EXPECT_EQ(calls->details("b"), std::vector<json>{"kex-during-pause"});
+    create(example("kex-after", {{"field", 3}}));
+    ASSERT_TRUE(eventually([&] { return calls->count("b") == 2; })) << log->text();
+    EXPECT_EQ(calls->details("b"), (std::vector<json>{"kex-during-pause", "kex-after"}));
+    EXPECT_EQ(standby->stop(), "");
+}
+
+// A leader that loses its lease handles nothing more, not even what it had queued: an object
+// waiting for the only worker slot behind a running handler is handled once, after the lease is
+// held again; the running handler ends and its success is kept (it does not run again).
+TEST_F(Leases, ALeaderThatLosesItsLeaseHandlesNothingOfWhatItHadQueued) {
+    Registry registry;
+    auto calls = std::make_shared<Calls>();
+    auto release = std::make_shared<std::atomic<bool>>(false);
+    // The replica sees an object as soon as its index handler does (it needs no worker slot).
+    on::index idx(registry, "kopfexamples", {.id = "seen"}, [calls](Context& ctx) -> json {
+        calls->add("seen:" + ctx.name);
+        return {{ctx.name, true}};
+    });
+    on::create(registry, "kopfexamples", {.id = "create_fn"},
+               [calls, release, log = log](Context& ctx) {
+                   calls->add(ctx.name, log->count("Acquired the lease"));
+                   while (ctx.name == "kex-running" && !*release) std::this_thread::sleep_for(10ms);
+               });
+    auto settings = lease_settings();
+    settings.queueing.worker_limit = 1;  // the second object waits for the first one's slot
+    auto leader = start_replica(registry, "replica-a", settings);
+    ASSERT_TRUE(eventually([&] { return holder() == "replica-a"; }));
+    create(example("kex-running", {{"field", 1}}));
+    ASSERT_TRUE(eventually([&] { return calls->count("kex-running") == 1; }));
+    create(example("kex-queued", {{"field", 2}}));
+    ASSERT_TRUE(eventually([&] { return calls->count("seen:kex-queued") > 0; }));
+
+    json taken = lease();
+    taken["spec"]["holderIdentity"] = "intruder";
+    taken["spec"]["leaseDurationSeconds"] = 3600;
+    taken["spec"]["renewTime"] = engines::format_micro_time(std::chrono::system_clock::now());
+    request("PUT", LEASES + "/kopfexample-operator", taken);
+    ASSERT_TRUE(eventually([&] { return log->contains("Lost the lease"); })) << log->text();
+    *release = true;  // the running handler ends; the queued object gets the slot, standing by
+    ASSERT_TRUE(eventually(
+        [&] { return kopf_annotation("kex-running", "last-handled-configuration").has_value(); }));
+    EXPECT_EQ(calls->count("kex-queued"), 0);
+
+    json released = lease();
+    released["spec"]["holderIdentity"] = "";
+    request("PUT", LEASES + "/kopfexample-operator", released);
+    ASSERT_TRUE(eventually([&] { return calls->count("kex-queued") == 1; })) << log->text();
+    EXPECT_EQ(calls->details("kex-queued"), std::vector<json>{2});  // after the second acquisition
+    EXPECT_EQ(calls->count("kex-running"), 1);
+    EXPECT_EQ(leader->stop(), "");
+    EXPECT_EQ(calls->count("kex-queued"), 1);
+    EXPECT_EQ(calls->count("kex-running"), 1);
 }
 
 // A partition: every request of every replica takes longer than the lease. The leader stops

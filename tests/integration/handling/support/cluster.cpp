@@ -294,4 +294,18 @@ std::string http_get(int port, const std::string& path) {
     return answer;
 }
 
+std::string http_body(const std::string& answer) {
+    const auto start = answer.find("\r\n\r\n");
+    return start == std::string::npos ? "" : answer.substr(start + 4);
+}
+
+double metric_sample(const std::string& text, const std::string& series) {
+    std::size_t at = 0;
+    while ((at = text.find(series + " ", at)) != std::string::npos) {
+        if (at == 0 || text[at - 1] == '\n') return std::stod(text.substr(at + series.size() + 1));
+        at += series.size();
+    }
+    return -1;
+}
+
 }  // namespace kopf::testing

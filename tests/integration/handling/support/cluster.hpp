@@ -78,6 +78,11 @@ int free_port();
 // A plain HTTP/1.0 GET on loopback: the whole answer (status line, headers, body), or "" when
 // nothing listens.
 std::string http_get(int port, const std::string& path);
+// The body of an HTTP answer (what follows the headers), or "" without one.
+std::string http_body(const std::string& answer);
+// The value of the Prometheus sample `series` ("name{label=\"v\",...}" exactly as exposed,
+// labels in prometheus-cpp's sorted order) in a scrape's `text`, or -1 when it is not there.
+double metric_sample(const std::string& text, const std::string& series);
 
 class HandlingTest : public ::testing::Test {
   protected:

@@ -180,6 +180,42 @@ TEST(OperatorPauses, IsPausedWhileAnyToggleIsOnAndSaysWhenItChanges) {
     EXPECT_EQ(changes, (std::vector<bool>{true, false}));
 }
 
+// The Lease's standby is a warm toggle: paused, but not cold (the watch streams stay open);
+// a peering toggle on top makes it cold. Each change of either is told.
+TEST(OperatorPauses, WarmTogglesPauseWithoutGoingColdAndEveryChangeIsTold) {
+    OperatorPause pause;
+    std::vector<std::pair<bool, bool>> changes;  // cold, warm
+    pause.on_change([&](bool paused) {
+        EXPECT_EQ(paused, pause.cold() || pause.warm());
+        changes.emplace_back(pause.cold(), pause.warm());
+    });
+    const auto lease = pause.make(true, "lease default/op", /*warm=*/true);
+    EXPECT_TRUE(pause.paused());
+    EXPECT_FALSE(pause.cold());
+    EXPECT_TRUE(pause.warm());
+    const auto peer = pause.make(true, "default@ns1");  // still paused, now cold as well
+    EXPECT_TRUE(pause.cold());
+    pause.turn(lease, false);  // leading, but paused by the peer
+    EXPECT_TRUE(pause.paused());
+    EXPECT_FALSE(pause.warm());
+    pause.turn(peer, false);
+    EXPECT_FALSE(pause.paused());
+    EXPECT_EQ(changes, (std::vector<std::pair<bool, bool>>{
+                           {false, true}, {true, true}, {true, false}, {false, false}}));
+    EXPECT_EQ(pause.blockers(), std::vector<std::string>{});
+}
+
+TEST(Leases, AStandbyTriesAgainWhenTheHoldersLeaseExpiresIfThatComesBeforeTheRetryPeriod) {
+    const json held = {{"holderIdentity", "replica-a"},
+                       {"leaseDurationSeconds", 15},
+                       {"renewTime", "2026-11-26T04:59:46.500000Z"}};  // expires in 1.5 s
+    EXPECT_NEAR(standby_retry_delay(held, NOW, 2.0), 1.51, 1e-6);
+    EXPECT_NEAR(standby_retry_delay(held, NOW - 10s, 2.0), 2.0, 1e-6);  // 11.5 s to go
+    EXPECT_NEAR(standby_retry_delay(held, NOW + 5s, 2.0), 0.01, 1e-6);  // overdue: at once
+    EXPECT_NEAR(standby_retry_delay({{"holderIdentity", "replica-a"}}, NOW, 2.0), 2.0, 1e-6);
+    EXPECT_NEAR(standby_retry_delay(json(), NOW, 2.0), 2.0, 1e-6);
+}
+
 TEST(Leases, TimesAreWrittenAsKubernetesMicroTime) {
     EXPECT_EQ(format_micro_time(NOW + 123456us), "2026-11-26T05:00:00.123456Z");
 }
