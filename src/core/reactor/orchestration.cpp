@@ -69,6 +69,10 @@ void Orchestration::apply_watchers(const Insights& insights) {
     const auto wanted = paused ? std::set<WatcherKey>{} : wanted_watchers(insights);
     for (auto it = watchers.begin(); it != watchers.end();) {
         if (!wanted.count(it->first)) {
+            const auto& [resource, namespace_] = it->first;
+            logger("kopf.reactor.queueing")
+                ->debug("Stopped watching {} {}.", resource,
+                        namespace_.empty() ? "cluster-wide" : "in " + namespace_);
             it->second->stop();
             if (const auto id = indexed_watchers.find(it->first); id != indexed_watchers.end()) {
                 indexing->watcher_stopped(id->second);
