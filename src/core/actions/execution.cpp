@@ -222,7 +222,9 @@ namespace {
 class TimeoutExecutor final : public loop::CancellableExecutor {
   public:
     using CancellableExecutor::CancellableExecutor;
-    bool cancelled() const override { return timed_out_; }
+    // Also when the executor it runs on is cancelled: a sub-handler with a timeout of its own,
+    // run in place by kopf::execute() in a parent that times out, is cancelled with it.
+    bool cancelled() const override { return timed_out_ || loop().cancelled(); }
 
     /// Cancels the handler after `seconds`, unless it has finished by then (this executor is
     /// gone: the timer then does nothing).

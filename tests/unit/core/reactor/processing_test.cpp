@@ -567,6 +567,29 @@ TEST(SubHandlers, ExecuteRunsTheFunctionsInPlace) {
     EXPECT_TRUE(out.patch.merge["metadata"]["annotations"][DIFFBASE].is_string());
 }
 
+// The functions that kopf::execute() runs in place belong to their parent's invocation: the
+// parent's timeout interrupts them too.
+TEST(SubHandlers, ExecuteInATimedOutParentIsInterruptedWithIt) {
+    Harness h;
+    auto calls = std::make_shared<std::vector<std::string>>();
+    kopf::on::create(h.registry, "kopfexamples", {.id = "p", .timeout = 10},
+                     [calls](kopf::Context& c) -> kopf::Task<json> {
+                         std::vector<kopf::SubhandlerFn> children = {
+                             {"slow", [calls](kopf::Context&) -> kopf::Task<json> {
+                                  co_await kopf::sleep(100);
+                                  calls->push_back("slept");
+                                  co_return json{};
+                              }}};
+                         co_await kopf::execute(c, children);
+                         calls->push_back("after");
+                         co_return json{};
+                     });
+    auto out = h.step("ADDED");
+    EXPECT_TRUE(calls->empty()) << calls->size();
+    EXPECT_TRUE(out.delays.empty());
+    EXPECT_TRUE(h.logged("Handler 'p' has timed out after "));
+}
+
 // As Kopf: while a sub-handler is not done, execute() leaves the parent, which is retried; the
 // sub-handlers that succeeded do not run again, and all progress is purged at the end.
 TEST(SubHandlers, ExecuteLeavesTheParentUntilEveryFunctionIsDone) {
