@@ -12,7 +12,8 @@ namespace kopf {
 enum class LogLevel { DEBUG, INFO, WARNING, ERROR, CRITICAL };
 
 /// A logger with Kopf's level names. Object loggers prefix messages with `[namespace/name]`.
-/// Messages may have `{}` placeholders filled with streamable arguments:
+/// Messages may have `{}` placeholders filled with streamable arguments (booleans as `true` and
+/// `false`):
 ///
 ///     ctx.logger.info("Scaled to {} replicas", replicas);
 class Logger {
@@ -75,6 +76,8 @@ class Logger {
         // the rest of a log line (two lines per handled object on a busy operator).
         if constexpr (std::is_convertible_v<const T&, std::string_view>) {
             out.append(std::string_view(value));
+        } else if constexpr (std::is_same_v<T, bool>) {
+            out.append(value ? "true" : "false");  // not the stream's 1/0
         } else if constexpr (is_number_v<T>) {
             char digits[24];
             const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;

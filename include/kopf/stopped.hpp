@@ -19,12 +19,11 @@
 #include <chrono>
 #include <coroutine>
 #include <functional>
+#include <kopf/task.hpp>
 #include <memory>
 #include <string>
 
 namespace kopf {
-
-class Executor;  // kopf/task.hpp
 
 /// A duration in seconds: `2.5`, `30`, or a std::chrono duration (`std::chrono::seconds(30)`).
 struct Seconds {
@@ -86,6 +85,7 @@ class DaemonStopped {
         bool await_ready() const noexcept { return done_; }
         template <class P>
         bool await_suspend(std::coroutine_handle<P> h) {
+            cause_ = detail::current_cause();
             return suspend(h.promise().executor, h);
         }
         /// True if stopped, false on timeout. Throws kopf::CancelledError if the daemon is
@@ -100,6 +100,7 @@ class DaemonStopped {
         std::shared_ptr<detail::StopFlag> flag_;
         double timeout_;
         bool done_;
+        std::shared_ptr<const void> cause_{};  // the awaiting handler's object (task.hpp)
     };
     /// Wait until stopped or `timeout` passes (Kopf's `stopped.wait(10)`); without a timeout,
     /// until stopped.

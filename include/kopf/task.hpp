@@ -51,6 +51,13 @@ class CancelledError : public std::runtime_error {
 namespace detail {
 class BackgroundTasks;       // the operator's background tasks (the library's)
 struct BackgroundTaskState;  // one of them
+
+/// The object whose handler is running (Kopf's cause_var), opaque: kopf::adopt() and the other
+/// hierarchy functions (kopf/hierarchies.hpp) use it when no owner is given. The library sets it
+/// for each handler invocation; kopf's awaitables (kopf::sleep, kopf::run_blocking, API calls,
+/// ctx.stopped.wait()) carry it across `co_await`, as a coroutine may resume anywhere.
+std::shared_ptr<const void> current_cause() noexcept;
+void set_current_cause(std::shared_ptr<const void> cause) noexcept;
 }  // namespace detail
 
 /// Where coroutines continue: implemented inside the library on top of the event loop
@@ -291,6 +298,7 @@ inline detail::Spawning spawn(Task<void> task, std::string name = "background ta
 struct sleep {
     double seconds;
     Executor* executor = nullptr;
+    std::shared_ptr<const void> cause = nullptr;
     explicit sleep(double s) : seconds(s) {}
     template <class Rep, class Period>
     explicit sleep(std::chrono::duration<Rep, Period> d)
@@ -299,9 +307,11 @@ struct sleep {
     template <class P>
     void await_suspend(std::coroutine_handle<P> h) {
         executor = h.promise().executor;
+        cause = detail::current_cause();
         executor->post_after(seconds, [h] { h.resume(); });
     }
     void await_resume() const {
+        if (executor) detail::set_current_cause(cause);
         if (executor && executor->cancelled()) throw CancelledError();
     }
 };
@@ -314,12 +324,17 @@ struct run_blocking {
     using R = decltype(fn());
     std::conditional_t<std::is_void_v<R>, std::monostate, std::optional<R>> result;
     std::exception_ptr error;
+    std::shared_ptr<const void> cause = nullptr;
     explicit run_blocking(F f) : fn(std::move(f)) {}
     bool await_ready() const noexcept { return false; }
     template <class P>
     void await_suspend(std::coroutine_handle<P> h) {
+        cause = detail::current_cause();
         h.promise().executor->run_blocking(
             [this] {
+                // The worker thread works for the awaiting coroutine: the same current object.
+                const auto previous = detail::current_cause();
+                detail::set_current_cause(cause);
                 try {
                     if constexpr (std::is_void_v<R>) {
                         fn();
@@ -329,10 +344,12 @@ struct run_blocking {
                 } catch (...) {
                     error = std::current_exception();
                 }
+                detail::set_current_cause(previous);
             },
             [h] { h.resume(); });
     }
     R await_resume() {
+        detail::set_current_cause(cause);
         if (error) std::rethrow_exception(error);
         if constexpr (!std::is_void_v<R>) return std::move(*result);
     }

@@ -28,6 +28,7 @@ struct RunCommandOptions {
     bool verbose = false;
     bool debug = false;
     bool quiet = false;
+    bool compile_only = false;  // compile and load the files, check they register handlers, exit
 };
 
 // The operator's run options for the parsed command line (Kopf's rules: --dev means priority

@@ -104,6 +104,10 @@ struct WatchRequest {
     // json_codec's sole_resource_version) before the line is parsed; if it answers true, the
     // event is dropped unparsed (the watch still resumes after it).
     std::function<bool(const std::string&)> drop_unparsed{};
+    // If given, a 403 Forbidden ends the watch (no retries) and is reported here, as Kopf's
+    // observers give up on APIForbiddenError: `listed` says whether the listing had passed and
+    // only the watch was refused.
+    std::function<void(bool listed)> on_forbidden{};
 };
 
 class ApiClient {

@@ -115,6 +115,7 @@ struct ApiRequest {
         std::exception_ptr error;
         std::coroutine_handle<> awaiting{};
         std::function<void()> on_finished{};  // after the answer is set (streams)
+        std::shared_ptr<const void> cause{};  // the awaiting handler's object (task.hpp)
     };
     std::shared_ptr<Outcome> outcome{};
 };
@@ -756,11 +757,13 @@ template <class T>
 bool ApiCall<T>::await_suspend(std::coroutine_handle<> awaiting) const {
     request_->outcome = std::make_shared<ApiRequest::Outcome>();
     request_->outcome->awaiting = awaiting;
+    request_->outcome->cause = detail::current_cause();
     return begin(core_, request_, request_->outcome);
 }
 
 template <class T>
 T ApiCall<T>::await_resume() const {
+    if (request_->outcome) detail::set_current_cause(request_->outcome->cause);
     return take<T>(*request_->outcome);
 }
 

@@ -43,7 +43,8 @@ struct CallbackFailure {
 struct StreamEnd {
     std::string reason;  // for the log
     bool error = true;
-    bool received = false;  // any line at all: the server is alive
+    bool received = false;   // any line at all: the server is alive
+    bool forbidden = false;  // 403: see WatchRequest::on_forbidden
     std::optional<double> retry_after{};
 };
 
@@ -60,6 +61,7 @@ struct ApiClient::Watcher {
     std::size_t failures_in_a_row = 0;
     WatchMeters meters{};         // none when metrics are off
     bool relist_pending = false;  // the next listing follows a 410 Gone
+    bool listed = false;          // a listing has passed
 
     Watcher(ApiClient& api_, WatchRequest request_) : api(api_), request(std::move(request_)) {
         name = request.resource.to_string();
@@ -131,6 +133,7 @@ struct ApiClient::Watcher {
                     api.list_pages(request.resource, request.namespace_, request.selectors,
                                    settings.list_page_size, std::move(deliver_listed));
                 resource_version = co_await std::move(listing);
+                listed = true;
                 if (request.on_listed) request.on_listed();
             }
             std::vector<std::pair<std::string, std::string>> params{
@@ -213,6 +216,10 @@ struct ApiClient::Watcher {
             count(meters.inactivity);
             end.reason = fmt::format("no events or bookmarks for {}s; reconnecting ({})",
                                      settings.inactivity_timeout.count(), e.what());
+        } catch (const ForbiddenError& e) {
+            end.forbidden = true;
+            end.retry_after = e.retry_after();
+            end.reason = e.what();
         } catch (const ApiError& e) {
             end.retry_after = e.retry_after();
             end.reason = e.what();
@@ -242,6 +249,11 @@ Awaitable<void> ApiClient::watch_objs(WatchRequest request) {
     while (!watcher.stopped()) {
         const StreamEnd end = co_await watcher.step();
         if (watcher.stopped()) break;
+        if (end.forbidden && watcher.request.on_forbidden) {
+            spdlog::debug("Watching {} is forbidden: {}.", watcher.name, end.reason);
+            watcher.request.on_forbidden(watcher.listed);
+            break;
+        }
         if (end.error) {
             std::string resumption = " with a relisting";
             if (watcher.resource_version)

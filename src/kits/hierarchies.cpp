@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <kopf/task.hpp>
 #include <sstream>
 #include <stdexcept>
 
@@ -76,7 +77,35 @@ std::string owner_uid(const json& owner) {
     return uid->get<std::string>();
 }
 
+// The handled object (Kopf's cause_var), kept alive by `holder` while it is used.
+const json& implicit_owner(const char* function, std::shared_ptr<const void>& holder) {
+    holder = detail::current_cause();
+    if (!holder) {
+        throw std::logic_error(fmt::format(
+            "kopf::{}() without an owner works only inside a resource handler, where the handled "
+            "object is the owner; outside of handlers, give the owner explicitly.",
+            function));
+    }
+    return *static_cast<const json*>(holder.get());
+}
+
 }  // namespace
+
+json build_object_reference(const json& object) {
+    const json& meta = owner_metadata(object);
+    json reference = json::object();
+    auto put = [&reference](const char* key, const json& source, const char* field) {
+        const auto found = source.find(field);
+        // As Kopf: only the fields with a value (no nulls, no empty strings).
+        if (found != source.end() && !found->is_null() && *found != "") reference[key] = *found;
+    };
+    put("apiVersion", object, "apiVersion");
+    put("kind", object, "kind");
+    put("name", meta, "name");
+    put("uid", meta, "uid");
+    put("namespace", meta, "namespace");
+    return reference;
+}
 
 json build_owner_reference(const json& owner, const OwnerReferenceOptions& options) {
     const json& meta = owner_metadata(owner);
@@ -92,8 +121,8 @@ json build_owner_reference(const json& owner, const OwnerReferenceOptions& optio
     return reference;
 }
 
-void append_owner_reference(json& objects, const json& owner,
-                            const OwnerReferenceOptions& options) {
+void detail::append_owner_reference(json& objects, const json& owner,
+                                    const OwnerReferenceOptions& options) {
     const json reference = build_owner_reference(owner, options);
     walk(objects, [&](json& object) {
         json& references = list_field(metadata_of(object), "ownerReferences");
@@ -118,7 +147,7 @@ void remove_owner_reference(json& objects, const json& owner) {
     });
 }
 
-void label(json& objects, const json& labels, const LabelOptions& options) {
+void detail::label(json& objects, const json& labels, const LabelOptions& options) {
     if (!labels.is_object()) {
         throw std::invalid_argument(
             fmt::format("Labels must be a JSON object of names to values; got {}: {}",
@@ -176,7 +205,7 @@ void adjust_namespace(json& objects, const std::optional<std::string>& namespace
     });
 }
 
-void adopt(json& objects, const json& owner, const AdoptOptions& options) {
+void detail::adopt(json& objects, const json& owner, const AdoptOptions& options) {
     const json& meta = owner_metadata(owner);
     const auto name = meta.find("name");
     if (name == meta.end() || !name->is_string() || name->get<std::string>().empty()) {
@@ -191,11 +220,57 @@ void adopt(json& objects, const json& owner, const AdoptOptions& options) {
     if (const auto found = meta.find("labels"); found != meta.end() && found->is_object()) {
         labels = *found;
     }
-    append_owner_reference(objects, owner);
-    harmonize_naming(objects, name->get<std::string>(),
-                     {.forced = options.forced, .strict = options.strict});
-    adjust_namespace(objects, namespace_, {.forced = options.forced});
-    label(objects, labels, {.forced = options.forced, .nested = options.nested});
+    kopf::append_owner_reference(objects, owner);
+    kopf::harmonize_naming(objects, name->get<std::string>(),
+                           {.forced = options.forced, .strict = options.strict});
+    kopf::adjust_namespace(objects, namespace_, {.forced = options.forced});
+    kopf::label(objects, labels, {.forced = options.forced, .nested = options.nested});
+}
+
+// ---- the forms with the handled object as the owner (Kopf's owner=None) ----------------------
+
+void append_owner_reference(json& objects, const OwnerReferenceOptions& options) {
+    std::shared_ptr<const void> holder;
+    append_owner_reference(objects, implicit_owner("append_owner_reference", holder), options);
+}
+
+void remove_owner_reference(json& objects) {
+    std::shared_ptr<const void> holder;
+    remove_owner_reference(objects, implicit_owner("remove_owner_reference", holder));
+}
+
+void label(json& objects, const LabelOptions& options) {
+    std::shared_ptr<const void> holder;
+    const json& meta = owner_metadata(implicit_owner("label", holder));
+    const auto labels = meta.find("labels");
+    label(objects, labels != meta.end() && labels->is_object() ? *labels : json::object(), options);
+}
+
+void harmonize_naming(json& objects, const NamingOptions& options) {
+    std::shared_ptr<const void> holder;
+    const json& meta = owner_metadata(implicit_owner("harmonize_naming", holder));
+    const auto name = meta.find("name");
+    if (name == meta.end() || !name->is_string() || name->get<std::string>().empty()) {
+        throw std::invalid_argument(
+            "kopf::harmonize_naming(): the handled object has no metadata.name to name after; "
+            "give the name explicitly.");
+    }
+    harmonize_naming(objects, name->get<std::string>(), options);
+}
+
+void adjust_namespace(json& objects, const NamespaceOptions& options) {
+    std::shared_ptr<const void> holder;
+    const json& meta = owner_metadata(implicit_owner("adjust_namespace", holder));
+    std::optional<std::string> namespace_;
+    if (const auto ns = meta.find("namespace"); ns != meta.end() && ns->is_string()) {
+        namespace_ = ns->get<std::string>();
+    }
+    adjust_namespace(objects, namespace_, options);
+}
+
+void adopt(json& objects, const AdoptOptions& options) {
+    std::shared_ptr<const void> holder;
+    adopt(objects, implicit_owner("adopt", holder), options);
 }
 
 }  // namespace kopf

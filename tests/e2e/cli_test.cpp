@@ -1,5 +1,12 @@
 // The `kopf` command line itself: help and version, as a newcomer first meets them.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "e2e/support/e2e.hpp"
 
@@ -46,4 +53,35 @@ TEST(Cli, RunTakesKopfsShortForms) {
     EXPECT_NE(bad.exit_code, 0);
     EXPECT_NE(bad.output.find("Invalid --liveness endpoint 'not-an-endpoint'"), std::string::npos)
         << bad.output;
+}
+
+// `kopf run --compile-only FILE.cpp`: compile, load and check an operator file without running
+// it (for CI and editors): no cluster is needed, the compiler's errors are shown.
+TEST(Cli, CompileOnlyChecksTheFileWithoutRunning) {
+    const std::vector<std::pair<std::string, std::string>> env = {
+        {"KOPF_CACHE_DIR", (std::filesystem::temp_directory_path() / "kopf-e2e-cache").string()},
+        {"KUBECONFIG", "/nonexistent/kubeconfig"}};
+    auto good = run({kopf_binary().string(), "run", "--compile-only",
+                     (source_dir() / "examples/01-minimal/example.cpp").string()},
+                    env);
+    EXPECT_EQ(good.exit_code, 0) << good.output;
+    EXPECT_NE(good.output.find("example.cpp: compiled and loaded; it registers 1 handler(s)."),
+              std::string::npos)
+        << good.output;
+    EXPECT_EQ(good.output.find("Absence of either namespaces"), std::string::npos) << good.output;
+
+    const auto broken = std::filesystem::temp_directory_path() /
+                        ("kopf-broken-" + std::to_string(::getpid()) + ".cpp");
+    {
+        std::ofstream out(broken);
+        out << "#include <kopf/kopf.hpp>\nint broken( { return 0; }\n";
+    }
+    auto bad = run({kopf_binary().string(), "run", "--compile-only", broken.string()}, env);
+    std::filesystem::remove(broken);
+    EXPECT_EQ(bad.exit_code, 1) << bad.output;
+    EXPECT_NE(bad.output.find(broken.filename().string()), std::string::npos) << bad.output;
+
+    auto nothing = run({kopf_binary().string(), "run", "--compile-only"}, env);
+    EXPECT_EQ(nothing.exit_code, 2) << nothing.output;
+    EXPECT_NE(nothing.output.find("--compile-only needs"), std::string::npos) << nothing.output;
 }

@@ -6,6 +6,7 @@
 #include <kopf/on.hpp>
 
 #include "core/intents/matching.hpp"
+#include "loop/cancellable_executor.hpp"
 #include "structs/dicts.hpp"
 
 namespace kopf::actions {
@@ -214,6 +215,60 @@ Outcome outcome_of_success(Logger& logger, const std::string& name, json result,
 
 namespace {
 
+// The executor of a coroutine handler with a `timeout`: when the handler's overall runtime (since
+// its first attempt) reaches the timeout, it is cancelled as a daemon is cancelled by force: its
+// pending kopf::sleep wakes at once, and it and every later one throw kopf::CancelledError
+// (Kopf's docs: an asyncio.TimeoutError is raised in a coroutine still running then).
+class TimeoutExecutor final : public loop::CancellableExecutor {
+  public:
+    using CancellableExecutor::CancellableExecutor;
+    // Also when the executor it runs on is cancelled: a sub-handler with a timeout of its own,
+    // run in place by kopf::execute() in a parent that times out, is cancelled with it.
+    bool cancelled() const override { return timed_out_ || loop().cancelled(); }
+
+    /// Cancels the handler after `seconds`, unless it has finished by then (this executor is
+    /// gone: the timer then does nothing).
+    void arm(double seconds) {
+        loop().post_after(seconds, [weak = weak_from_this()] {
+            if (auto self = std::static_pointer_cast<TimeoutExecutor>(weak.lock())) {
+                self->timed_out_ = true;
+                self->wake_pending();
+            }
+        });
+    }
+
+  private:
+    bool timed_out_ = false;
+};
+
+// `co_await executor_of_this_coroutine()`: the executor the awaiting coroutine runs on.
+struct ExecutorOfThisCoroutine {
+    Executor* executor = nullptr;
+    bool await_ready() const noexcept { return false; }
+    template <class P>
+    bool await_suspend(std::coroutine_handle<P> h) noexcept {
+        executor = h.promise().executor;
+        return false;  // goes on at once
+    }
+    Executor* await_resume() const noexcept { return executor; }
+};
+
+// `co_await on_executor(task, executor)`: runs `task` (and the tasks it awaits) on `executor`.
+template <class T>
+struct OnExecutor {
+    Task<T> task;
+    Executor& executor;
+    bool await_ready() const noexcept { return false; }
+    template <class P>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
+        auto child = task.handle();
+        child.promise().executor = &executor;
+        child.promise().continuation = parent;
+        return child;
+    }
+    T await_resume() { return task.await_resume(); }
+};
+
 Task<Outcome> execute_handler_once(InvocationEnv& env, const ChangingHandler& handler,
                                    const HandlerState& state) {
     const std::string name = describe(env.kind, handler.id);
@@ -223,14 +278,35 @@ Task<Outcome> execute_handler_once(InvocationEnv& env, const ChangingHandler& ha
     json result;
     const auto started =
         env.meter ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    // Only coroutines can be interrupted: a synchronous handler's thread runs to its end.
+    std::shared_ptr<TimeoutExecutor> limiter;
+    if (handler.fn.async && handler.options.timeout && runtime < *handler.options.timeout) {
+        ExecutorOfThisCoroutine this_executor;
+        Executor* loop = co_await this_executor;
+        limiter = std::make_shared<TimeoutExecutor>(*loop);
+        limiter->arm(*handler.options.timeout - runtime);
+    }
     {
         HandlerScope scope{handler.id, handler.field_needs_change, {}, &env, &subrefs};
         FieldValues field_values;
         try {
             Context ctx =
                 prepare_invocation(env, handler, state, name, runtime, scope, field_values);
-            result = co_await invoke(handler, ctx);
+            if (limiter) {
+                OnExecutor<json> limited{invoke(handler, ctx), *limiter};
+                result = co_await limited;
+            } else {
+                result = co_await invoke(handler, ctx);
+            }
             co_await execute_subhandlers(env, scope, subrefs);
+        } catch (const CancelledError&) {
+            error = std::current_exception();
+            if (limiter && limiter->cancelled()) {
+                // Kopf's HandlerTimeoutError: a permanent failure, never retried.
+                error = std::make_exception_ptr(
+                    HandlerTimeoutError(name + " has timed out after " +
+                                        format_timedelta(state.runtime(env.now()).count()) + "."));
+            }
         } catch (...) {
             error = std::current_exception();
         }

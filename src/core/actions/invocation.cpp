@@ -78,10 +78,39 @@ Context make_context(InvocationEnv& env, const ChangingHandler& handler, const H
     };
 }
 
+std::shared_ptr<const void> cause_of(const json& body) {
+    if (!body.is_object()) return nullptr;
+    json owner = json::object();
+    for (const char* key : {"apiVersion", "kind"}) {
+        if (const auto found = body.find(key); found != body.end()) owner[key] = *found;
+    }
+    json& meta = owner["metadata"] = json::object();
+    if (const auto found = body.find("metadata"); found != body.end() && found->is_object()) {
+        for (const char* key : {"name", "namespace", "uid", "labels"}) {
+            if (const auto value = found->find(key); value != found->end()) meta[key] = *value;
+        }
+    }
+    return std::make_shared<const json>(std::move(owner));
+}
+
 Task<json> invoke(const ChangingHandler& handler, Context& ctx) {
-    if (handler.fn.async) co_return co_await handler.fn.async(ctx);
-    auto call = [&handler, &ctx] { return handler.fn.sync(ctx); };
-    co_return co_await run_blocking(std::move(call));
+    // Restored as the handler ends: the thread goes on with other coroutines.
+    const auto previous = detail::current_cause();
+    detail::set_current_cause(cause_of(ctx.body));
+    json result;
+    try {
+        if (handler.fn.async) {
+            result = co_await handler.fn.async(ctx);
+        } else {
+            auto call = [&handler, &ctx] { return handler.fn.sync(ctx); };
+            result = co_await run_blocking(std::move(call));
+        }
+    } catch (...) {
+        detail::set_current_cause(previous);
+        throw;
+    }
+    detail::set_current_cause(previous);
+    co_return result;
 }
 
 }  // namespace kopf::actions

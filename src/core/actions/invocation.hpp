@@ -77,6 +77,12 @@ Context make_context(InvocationEnv& env, const ChangingHandler& handler, const H
                      HandlerScope* scope, FieldValues& field_values);
 
 /// Calls the handler: a coroutine on the loop, a synchronous function on the worker pool.
+/// The object is the current cause meanwhile (kopf::adopt() & co. without an owner).
 Task<json> invoke(const ChangingHandler& handler, Context& ctx);
+
+/// What the hierarchy functions take from the handled object when no owner is given (Kopf's
+/// cause_var holding the cause's body): its apiVersion, kind, name, namespace, uid and labels;
+/// for detail::set_current_cause().
+std::shared_ptr<const void> cause_of(const json& body);
 
 }  // namespace kopf::actions

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "clients/auth.hpp"
+#include "core/actions/invocation.hpp"
 #include "core/actions/logging.hpp"
 #include "core/engines/metrics.hpp"
 #include "core/intents/matching.hpp"
@@ -199,12 +200,21 @@ AdmissionFailure failure_of(const std::exception_ptr& error) {
 }
 
 Task<void> invoke(const WebhookHandler& handler, AdmissionContext& ctx) {
-    if (handler.fn.async) {
-        co_await handler.fn.async(ctx);
-        co_return;
+    // The admitted object is the current cause meanwhile, as in Kopf (kopf::adopt() & co.).
+    const auto previous = detail::current_cause();
+    detail::set_current_cause(actions::cause_of(ctx.body));
+    try {
+        if (handler.fn.async) {
+            co_await handler.fn.async(ctx);
+        } else {
+            auto call = [&handler, &ctx] { handler.fn.sync(ctx); };
+            co_await run_blocking(std::move(call));
+        }
+    } catch (...) {
+        detail::set_current_cause(previous);
+        throw;
     }
-    auto call = [&handler, &ctx] { handler.fn.sync(ctx); };
-    co_await run_blocking(std::move(call));
+    detail::set_current_cause(previous);
 }
 
 WebhookResponse error_response(int status, const std::string& message) {

@@ -63,6 +63,7 @@ bool DaemonStopped::Wait::suspend(Executor* executor, std::coroutine_handle<> h)
 
 bool DaemonStopped::Wait::await_resume() const {
     if (!flag_) return false;
+    if (!done_) detail::set_current_cause(cause_);
     if (flag_->mode() == detail::StopFlag::Mode::SUSPENDING) {
         if (flag_->cancelled()) throw CancelledError();
         if (flag_->checkpoint) flag_->checkpoint();

@@ -146,6 +146,28 @@ void Observation::start_namespace_observer() {
             // The watchers of the namespaces found so far are started: the indices wait
             // for their listings.
             if (self->indexing) self->indexing->discovered();
+        },
+        [self](bool listed) {
+            // As Kopf: without the right to list namespaces, the patterns' plain names are
+            // assumed to exist; without the right to watch them, those listed stay as they are.
+            if (listed) {
+                logger("kopf.reactor.observation")
+                    ->warn(
+                        "Not enough permissions to watch for namespaces: changes "
+                        "(deletion/creation) will not be noticed; the namespaces are only "
+                        "refreshed on operator restarts.");
+                return;
+            }
+            const auto exact = self->scope_.specific_namespaces();
+            logger("kopf.reactor.observation")
+                ->warn(
+                    "Not enough permissions to list namespaces. Falling back to a list of "
+                    "namespaces which are assumed to exist: {}",
+                    exact.empty() ? std::string("[]")
+                                  : fmt::format("['{}']", fmt::join(exact, "', '")));
+            for (const auto& ns : exact) self->insights_.namespaces.insert(ns);
+            self->orchestration.update_watchers(self->insights_);
+            if (self->indexing) self->indexing->discovered();
         });
 }
 

@@ -128,6 +128,10 @@ void Orchestration::apply_watchers(const Insights& insights) {
     const auto wanted = paused ? std::set<WatcherKey>{} : wanted_watchers(insights);
     for (auto it = watchers.begin(); it != watchers.end();) {
         if (!wanted.count(it->first)) {
+            const auto& [resource, namespace_] = it->first;
+            logger("kopf.reactor.queueing")
+                ->debug("Stopped watching {} {}.", resource,
+                        namespace_.empty() ? "cluster-wide" : "in " + namespace_);
             stop_watcher(it->first, *it->second);
             it = watchers.erase(it);
         } else {

@@ -102,18 +102,20 @@ class Orchestration {
     bool standing_by() const { return standby; }
 
     // Runs one watch loop of `resource` on the loop until `stop`; its end is logged, never fatal.
+    // With `on_forbidden`, a 403 ends it instead of being retried (WatchRequest::on_forbidden).
     void watch_until_stopped(const structs::Resource& resource, const std::string& namespace_,
                              std::shared_ptr<clients::StopSignal> stop,
                              std::function<void(clients::WatchEvent&&)> on_event,
                              const char* logger_name, std::string failure,
                              std::function<bool(const std::string&)> drop_unparsed = {},
-                             std::function<void()> on_listed = {}) {
+                             std::function<void()> on_listed = {},
+                             std::function<void(bool)> on_forbidden = {}) {
         auto self = anchored();
         asio::co_spawn(
             io,
             [self, resource, namespace_, stop, on_event = std::move(on_event),
-             drop_unparsed = std::move(drop_unparsed),
-             on_listed = std::move(on_listed)]() -> asio::awaitable<void> {
+             drop_unparsed = std::move(drop_unparsed), on_listed = std::move(on_listed),
+             on_forbidden = std::move(on_forbidden)]() -> asio::awaitable<void> {
                 // Named first: g++ 12 destroys argument temporaries of a co_await twice.
                 clients::WatchRequest request{.resource = resource,
                                               .namespace_ = namespace_,
@@ -121,7 +123,8 @@ class Orchestration {
                                               .on_event = on_event,
                                               .stop = stop.get(),
                                               .on_listed = on_listed,
-                                              .drop_unparsed = drop_unparsed};
+                                              .drop_unparsed = drop_unparsed,
+                                              .on_forbidden = on_forbidden};
                 auto watching = self->api.watch_objs(std::move(request));
                 co_await std::move(watching);
             },

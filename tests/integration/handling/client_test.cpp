@@ -5,6 +5,7 @@
 #include <kopf/api.hpp>
 #include <kopf/connection.hpp>
 #include <kopf/hierarchies.hpp>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -113,6 +114,60 @@ TEST_F(HandlerClient, ChildrenFromSyncAndAsyncHandlersAreOwnedAndCollected) {
 
     EXPECT_EQ(operator_->stop(), "");
     EXPECT_EQ(configmaps.get("cleaned-up").wait()["data"]["by"], "cleanup_fn");
+}
+
+// Kopf's implicit owner: inside a handler, kopf::adopt(child) with no owner adopts the child
+// to the handled object, in synchronous handlers and in coroutines after kopf's awaitables
+// (which resume the coroutine on the loop, maybe after other handlers ran there).
+TEST_F(HandlerClient, ChildrenAdoptedWithoutAnOwnerBelongToTheHandledObject) {
+    Registry registry;
+    on::create sync_child(registry, "kopfexamples", {.id = "sync_fn"}, [](Context& ctx) -> json {
+        json child = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"data", {{"by", "sync"}}}};
+        kopf::adopt(child, {.strict = true});
+        child["metadata"]["name"] = ctx.name + "-sync";
+        ctx.api("configmaps").create(child).wait();
+        return {{"reference", kopf::build_object_reference(ctx.body)}};
+    });
+    on::create async_child(
+        registry, "kopfexamples", {.id = "async_fn"}, [](Context& ctx) -> Task<json> {
+            auto configmaps = ctx.api("configmaps", ctx.namespace_);
+            co_await kopf::sleep(0.2);  // other objects' handlers run on the loop meanwhile
+            json before = co_await configmaps.list();
+            json child = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"data", {{"by", "async"}}}};
+            kopf::adopt(child);
+            child["metadata"]["name"] = ctx.name + "-async";
+            co_await configmaps.create(child);
+            co_return json{{"listed", before["items"].size() > 0}};
+        });
+    auto operator_ = start_operator(registry);
+
+    kopf::Client client(*login_with_kubeconfig());
+    auto configmaps = client.api("configmaps", "default");
+    std::map<std::string, std::string> uids;
+    for (const std::string name : {"kex-implicit-1", "kex-implicit-2"}) {
+        json parent = example(name, {{"field", "value"}});
+        parent["metadata"]["labels"] = {{"parent", name}};
+        uids[name] = create(parent)["metadata"]["uid"];
+    }
+    for (const auto& [name, uid] : uids) {
+        std::optional<json> body;
+        ASSERT_TRUE(eventually([&] {
+            body = get(name);
+            return body && body->contains(json::json_pointer("/status/sync_fn")) &&
+                   body->contains(json::json_pointer("/status/async_fn"));
+        })) << (body ? body->dump(2) : "no object");
+        EXPECT_EQ((*body)["status"]["sync_fn"]["reference"], (json{{"apiVersion", "kopf.dev/v1"},
+                                                                   {"kind", "KopfExample"},
+                                                                   {"name", name},
+                                                                   {"namespace", "default"},
+                                                                   {"uid", uid}}));
+        for (const std::string suffix : {"-sync", "-async"}) {
+            json child = configmaps.get(name + suffix).wait();
+            EXPECT_TRUE(owned_by(child, uid)) << child.dump(2);
+            EXPECT_EQ(child["metadata"]["labels"]["parent"], name) << child.dump(2);
+            EXPECT_EQ(child["metadata"]["namespace"], "default") << child.dump(2);
+        }
+    }
 }
 
 }  // namespace

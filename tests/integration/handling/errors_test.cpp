@@ -3,6 +3,7 @@
 // retried, the retries= and timeout= limits, and API faults while the operator patches.
 #include <algorithm>
 #include <string>
+#include <thread>
 
 #include "support/cluster.hpp"
 
@@ -140,6 +141,91 @@ TEST_F(HandlingErrors, TimeoutStopsRetriesOnceTheHandlerHasRunForThatLong) {
     // No attempt starts after the timeout has passed.
     for (const auto& runtime : runtimes) EXPECT_LT(runtime.get<double>(), 1.5);
     EXPECT_FALSE(body->value("/status"_json_pointer, json::object()).contains("slowpoke"));
+}
+
+// Kopf's docs: a coroutine handler still running when its timeout is over is interrupted.
+TEST_F(HandlingErrors, TimeoutCancelsACoroutineHandlerStillRunningAndFailsItForGood) {
+    Calls calls;
+    const auto start = Clock::now();
+    Registry registry;
+    on::create sleepy(registry, "kopfexamples", {.id = "sleepy", .timeout = 1.0},
+                      [&](Context&) -> Task<json> {
+                          calls.add("sleepy");
+                          try {
+                              co_await kopf::sleep(60);
+                          } catch (const CancelledError&) {
+                              calls.add("cancelled", seconds_since(start));
+                              throw;
+                          }
+                          calls.add("woke up");
+                          co_return json{{"slept", true}};
+                      });
+    // Keeps the cycle open for a while, so that the failure record can be seen.
+    on::create slow(registry, "kopfexamples", {.id = "slow"}, [&](Context&) -> json {
+        if (calls.add("slow") == 1) throw TemporaryError("wait", 4);
+        return {{"done", true}};
+    });
+    auto operator_ = start_operator(registry);
+    create(example("kex-sleepy", {{"field", "value"}}));
+
+    std::optional<json> record;
+    ASSERT_TRUE(eventually([&] {
+        record = kopf_annotation("kex-sleepy", "sleepy");
+        return record && record->value("failure", false);
+    })) << (record ? record->dump() : "no record");
+    EXPECT_EQ((*record)["success"], false);
+    EXPECT_EQ(record->value("message", "").rfind("Handler 'sleepy' has timed out after 0:00:01", 0),
+              0u)
+        << *record;
+    EXPECT_FALSE(record->contains("delayed")) << *record;
+    ASSERT_EQ(calls.count("cancelled"), 1);
+    EXPECT_LT(calls.details("cancelled")[0].get<double>(), 30.0) << "not interrupted";
+
+    std::optional<json> body;
+    ASSERT_TRUE(eventually([&] {
+        return handled_with(body = get("kex-sleepy"), "/status/slow/done", true);
+    })) << (body ? body->dump(2) : "no object");
+    EXPECT_EQ(calls.count("sleepy"), 1) << "a timed-out handler is not retried";
+    EXPECT_EQ(calls.count("woke up"), 0);
+    EXPECT_FALSE(body->value("/status"_json_pointer, json::object()).contains("sleepy"));
+}
+
+// Threads cannot be stopped from outside: a synchronous handler runs to its end, and what it
+// returns counts (as in Kopf). Its timeout bounds the retries only.
+TEST_F(HandlingErrors, TimeoutDoesNotInterruptASynchronousHandler) {
+    Calls calls;
+    Registry registry;
+    on::create sluggish(registry, "kopfexamples", {.id = "sluggish", .timeout = 0.5},
+                        [&](Context&) -> json {
+                            calls.add("sluggish");
+                            std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+                            return {{"finished", true}};
+                        });
+    auto operator_ = start_operator(registry);
+    create(example("kex-sluggish", {{"field", "value"}}));
+
+    std::optional<json> body;
+    ASSERT_TRUE(eventually([&] {
+        return handled_with(body = get("kex-sluggish"), "/status/sluggish/finished", true);
+    })) << (body ? body->dump(2) : "no object");
+    EXPECT_EQ(calls.count("sluggish"), 1);
+}
+
+// A coroutine that finishes within its timeout is not disturbed by it.
+TEST_F(HandlingErrors, TimeoutLeavesACoroutineHandlerThatFinishesInTimeAlone) {
+    Registry registry;
+    on::create brisk(registry, "kopfexamples", {.id = "brisk", .timeout = 30},
+                     [](Context&) -> Task<json> {
+                         co_await kopf::sleep(0.1);
+                         co_return json{{"finished", true}};
+                     });
+    auto operator_ = start_operator(registry);
+    create(example("kex-brisk", {{"field", "value"}}));
+
+    std::optional<json> body;
+    ASSERT_TRUE(eventually([&] {
+        return handled_with(body = get("kex-brisk"), "/status/brisk/finished", true);
+    })) << (body ? body->dump(2) : "no object");
 }
 
 TEST_F(HandlingErrors, ServiceUnavailableWhileTheOperatorPatchesIsRetriedAndHandlingCompletes) {

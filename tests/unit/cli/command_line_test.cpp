@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace kopf::runtime {
 namespace {
 
@@ -30,6 +32,19 @@ TEST(RunOptionsOf, ScopePeeringLivenessAndContextAreCarriedOver) {
     EXPECT_EQ(options.liveness_endpoint, "http://127.0.0.1:8080/healthz");
     EXPECT_EQ(options.context, "kind-dev");
     EXPECT_FALSE(options.priority.has_value());  // none given: the settings' default
+}
+
+// An operator linked with kopf::main is named in its help as its binary is, not as "kopf".
+TEST(CommandLine, HelpNamesTheProgramAsItWasStarted) {
+    std::string program = "/opt/operators/my-operator";
+    std::string help = "--help";
+    char* argv[] = {program.data(), help.data(), nullptr};
+    ::testing::internal::CaptureStdout();
+    const int code = main(2, argv);
+    const std::string output = ::testing::internal::GetCapturedStdout();
+    EXPECT_EQ(code, 0);
+    EXPECT_NE(output.find("Usage: my-operator"), std::string::npos) << output;
+    EXPECT_EQ(output.find("/opt/operators"), std::string::npos) << output;
 }
 
 }  // namespace

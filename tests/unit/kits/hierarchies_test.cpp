@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <kopf/hierarchies.hpp>
+#include <kopf/task.hpp>
+#include <memory>
 #include <stdexcept>
 
 using kopf::json;
@@ -231,4 +233,93 @@ TEST(Adopt, OwnerWithoutNameIsRejected) {
     json child = pod();
     json nameless = {{"metadata", {{"uid", "u"}}}};
     EXPECT_THROW(kopf::adopt(child, nameless), std::invalid_argument);
+}
+
+// Kopf's owner=None: the handled object, which the library sets as the current cause around
+// each handler invocation.
+class ImplicitOwner : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        kopf::detail::set_current_cause(std::make_shared<const json>(owner()));
+    }
+    void TearDown() override { kopf::detail::set_current_cause(nullptr); }
+};
+
+TEST_F(ImplicitOwner, AdoptUsesTheHandledObject) {
+    json implicit = pod();
+    json explicit_ = pod();
+    kopf::adopt(implicit, {.nested = {"spec"}});
+    kopf::adopt(explicit_, owner(), {.nested = {"spec"}});
+    EXPECT_EQ(implicit, explicit_);
+    EXPECT_EQ(implicit["metadata"]["ownerReferences"][0]["uid"], "uid-1");
+    EXPECT_EQ(implicit["metadata"]["generateName"], "kopf-example-1-");
+    EXPECT_EQ(implicit["metadata"]["namespace"], "ns1");
+    EXPECT_EQ(implicit["spec"]["metadata"]["labels"]["app"], "demo");
+}
+
+TEST_F(ImplicitOwner, EachPartUsesTheHandledObject) {
+    json child = pod();
+    kopf::append_owner_reference(child, {.controller = false});
+    EXPECT_EQ(child["metadata"]["ownerReferences"][0]["uid"], "uid-1");
+    EXPECT_EQ(child["metadata"]["ownerReferences"][0]["controller"], false);
+    kopf::label(child);
+    EXPECT_EQ(child["metadata"]["labels"], (json{{"app", "demo"}, {"tier", "backend"}}));
+    kopf::harmonize_naming(child, {.strict = true});
+    EXPECT_EQ(child["metadata"]["name"], "kopf-example-1");
+    kopf::adjust_namespace(child);
+    EXPECT_EQ(child["metadata"]["namespace"], "ns1");
+    kopf::remove_owner_reference(child);
+    EXPECT_EQ(child["metadata"]["ownerReferences"], json::array());
+}
+
+TEST_F(ImplicitOwner, ExplicitOwnersStillWin) {
+    json child = pod();
+    kopf::adopt(child, cluster_owner());
+    EXPECT_EQ(child["metadata"]["ownerReferences"][0]["uid"], "uid-node");
+    EXPECT_FALSE(child["metadata"].contains("namespace"));
+}
+
+TEST_F(ImplicitOwner, AClusterScopedObjectSetsNoNamespace) {
+    kopf::detail::set_current_cause(std::make_shared<const json>(cluster_owner()));
+    json child = pod();
+    kopf::adjust_namespace(child);
+    EXPECT_FALSE(child["metadata"].contains("namespace"));
+}
+
+TEST_F(ImplicitOwner, ANamelessObjectCannotNameItsChildren) {
+    kopf::detail::set_current_cause(
+        std::make_shared<const json>(json{{"metadata", {{"uid", "u"}}}}));
+    json child = pod();
+    EXPECT_THROW(kopf::harmonize_naming(child), std::invalid_argument);
+}
+
+TEST(ImplicitOwnerOutsideHandlers, IsRefusedWithTheReason) {
+    kopf::detail::set_current_cause(nullptr);
+    json child = pod();
+    try {
+        kopf::adopt(child);
+        FAIL() << "adopted to nothing";
+    } catch (const std::logic_error& error) {
+        EXPECT_NE(std::string(error.what()).find("kopf::adopt() without an owner"),
+                  std::string::npos)
+            << error.what();
+    }
+    EXPECT_THROW(kopf::label(child), std::logic_error);
+    EXPECT_THROW(kopf::harmonize_naming(child), std::logic_error);
+    EXPECT_THROW(kopf::adjust_namespace(child), std::logic_error);
+    EXPECT_THROW(kopf::append_owner_reference(child), std::logic_error);
+    EXPECT_THROW(kopf::remove_owner_reference(child), std::logic_error);
+}
+
+TEST(ObjectReference, HasOnlyTheFieldsTheObjectHas) {
+    EXPECT_EQ(kopf::build_object_reference(owner()), (json{{"apiVersion", "kopf.dev/v1"},
+                                                           {"kind", "KopfExample"},
+                                                           {"name", "kopf-example-1"},
+                                                           {"namespace", "ns1"},
+                                                           {"uid", "uid-1"}}));
+    EXPECT_EQ(
+        kopf::build_object_reference(cluster_owner()),
+        (json{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", "node-1"}, {"uid", "uid-node"}}));
+    EXPECT_EQ(kopf::build_object_reference(json{{"kind", "Node"}}), (json{{"kind", "Node"}}));
+    EXPECT_THROW(kopf::build_object_reference(json::array()), std::invalid_argument);
 }

@@ -19,9 +19,15 @@ TEST(Logger, FormatsEachArgumentAsAStreamWould) {
     const std::string name = "obj";
     EXPECT_EQ(kopf::Logger::format("{} {} {}", name, std::string_view("view"), -42L),
               "obj view -42");
-    EXPECT_EQ(kopf::Logger::format("{}|{}|{}", 'x', true, std::uint64_t{18446744073709551615U}),
-              "x|1|18446744073709551615");
+    EXPECT_EQ(kopf::Logger::format("{}|{}", 'x', std::uint64_t{18446744073709551615U}),
+              "x|18446744073709551615");
     EXPECT_EQ(kopf::Logger::format("{} {}", 2.5, static_cast<unsigned char>('A')), "2.5 A");
+}
+
+// Booleans read as words, not as the stream's 1 and 0.
+TEST(Logger, FormatsBooleansAsTrueAndFalse) {
+    const bool ready = true;
+    EXPECT_EQ(kopf::Logger::format("ready={} paused={}", ready, false), "ready=true paused=false");
 }
 
 }  // namespace

@@ -470,6 +470,52 @@ TEST(Errors, HandlersPastTheirTimeoutAreNotCalled) {
     EXPECT_TRUE(h.logged("Handler 'fn' has timed out after 0:00:30."));
 }
 
+// Kopf's docs: a coroutine still running at its timeout is interrupted (asyncio.TimeoutError
+// there, kopf::CancelledError here) and fails for good.
+TEST(Errors, ACoroutineStillRunningAtItsTimeoutIsCancelledAndFailsForGood) {
+    Harness h;
+    int cancelled = 0;
+    int finished = 0;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn", .timeout = 10},
+                     [&](kopf::Context&) -> kopf::Task<json> {
+                         try {
+                             co_await kopf::sleep(100);
+                         } catch (const kopf::CancelledError&) {
+                             ++cancelled;
+                             throw;
+                         }
+                         ++finished;
+                         co_return json{{"finished", true}};
+                     });
+    auto out = h.step("ADDED");
+    EXPECT_EQ(cancelled, 1);
+    EXPECT_EQ(finished, 0);
+    EXPECT_TRUE(out.delays.empty()) << "a timed-out handler is not retried";
+    EXPECT_TRUE(h.logged("Handler 'fn' has timed out after ")) << h.lines.size();
+    EXPECT_FALSE(h.body["status"].contains("fn"));
+}
+
+// Its later awaits are interrupted too: a handler that catches the cancellation and sleeps
+// again does not sleep.
+TEST(Errors, ACancelledCoroutineCannotSleepAgain) {
+    Harness h;
+    int woke = 0;
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn", .timeout = 10},
+                     [&](kopf::Context&) -> kopf::Task<json> {
+                         try {
+                             co_await kopf::sleep(100);
+                         } catch (const kopf::CancelledError&) {
+                         }
+                         co_await kopf::sleep(100);
+                         ++woke;
+                         co_return json{};
+                     });
+    auto out = h.step("ADDED");
+    EXPECT_EQ(woke, 0);
+    EXPECT_TRUE(out.delays.empty());
+    EXPECT_TRUE(h.logged("Handler 'fn' has timed out after "));
+}
+
 TEST(SubHandlers, RunAsPersistedChildrenOfTheirParent) {
     Harness h;
     std::map<std::string, int> calls;
@@ -519,6 +565,29 @@ TEST(SubHandlers, ExecuteRunsTheFunctionsInPlace) {
     EXPECT_EQ(out.patch.merge["status"]["p"], (json{{"children", "done"}}));
     EXPECT_EQ(h.body["status"]["p/b"]["child"], h.body["metadata"]["name"]);
     EXPECT_TRUE(out.patch.merge["metadata"]["annotations"][DIFFBASE].is_string());
+}
+
+// The functions that kopf::execute() runs in place belong to their parent's invocation: the
+// parent's timeout interrupts them too.
+TEST(SubHandlers, ExecuteInATimedOutParentIsInterruptedWithIt) {
+    Harness h;
+    auto calls = std::make_shared<std::vector<std::string>>();
+    kopf::on::create(h.registry, "kopfexamples", {.id = "p", .timeout = 10},
+                     [calls](kopf::Context& c) -> kopf::Task<json> {
+                         std::vector<kopf::SubhandlerFn> children = {
+                             {"slow", [calls](kopf::Context&) -> kopf::Task<json> {
+                                  co_await kopf::sleep(100);
+                                  calls->push_back("slept");
+                                  co_return json{};
+                              }}};
+                         co_await kopf::execute(c, children);
+                         calls->push_back("after");
+                         co_return json{};
+                     });
+    auto out = h.step("ADDED");
+    EXPECT_TRUE(calls->empty()) << calls->size();
+    EXPECT_TRUE(out.delays.empty());
+    EXPECT_TRUE(h.logged("Handler 'p' has timed out after "));
 }
 
 // As Kopf: while a sub-handler is not done, execute() leaves the parent, which is retried; the
