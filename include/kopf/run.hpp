@@ -115,6 +115,29 @@ struct RunOptions {
     std::shared_ptr<Memo> memo;
 };
 
+/// How the operator logs (Kopf's `kopf.configure()` arguments; `kopf run`'s `--verbose`,
+/// `--debug`, `--quiet`, `--log-format`, `--log-prefix`, `--log-refkey`).
+struct LogOptions {
+    bool debug = false;    ///< also the API traffic and other low-level messages
+    bool verbose = false;  ///< debug messages
+    bool quiet = false;    ///< warnings and errors only
+    /// "full" (the default: time, level, logger, message), "plain" (level and message) or
+    /// "json" (one JSON object per line).
+    std::string format = "full";
+    /// Prefix messages about objects with "[namespace/name] "; unset: yes, except for "json".
+    std::optional<bool> prefix{};
+    /// The JSON key of the object reference in "json" lines.
+    std::string refkey = "object";
+};
+
+/// Kopf's `kopf.configure()`: sets up the log format and level as `kopf run` does, for
+/// operators started from code with kopf::run() or kopf::operator_() (which leave logging as
+/// they find it). Call it before the operator starts. Throws std::invalid_argument naming an
+/// unknown format.
+///
+///     kopf::configure({.verbose = true});
+void configure(const LogOptions& options = {});
+
 /// Runs the operator in the calling thread until SIGINT/SIGTERM (or the stop flag); a second
 /// signal or settings.process.ultimate_exiting_timeout forces the exit. Returns the process exit
 /// code: 0 after a graceful shutdown, non-zero when the operator could not start (the reason is
