@@ -30,6 +30,7 @@ namespace kopf {
 
 class Registry;
 struct OperatorSettings;
+enum class Lifecycle;
 
 namespace testing {
 
@@ -47,6 +48,8 @@ struct RunnerOptions {
     std::chrono::milliseconds timeout = std::chrono::seconds(60);
     /// Whether stop() rethrows the operator's exception (Kopf's `reraise`).
     bool reraise = true;
+    /// Which due handlers run per processing cycle; kopf::get_default_lifecycle() when unset.
+    std::optional<Lifecycle> lifecycle{};
 };
 
 /// Runs the command line `kopf ARGS...` — e.g. `{"run", "-A", "--standalone", "operator.cpp"}`,

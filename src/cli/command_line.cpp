@@ -131,6 +131,7 @@ int run_command(const RunCommandOptions& command, const RunControls* controls) {
         options.settings = controls->settings;
         options.stop_flag = controls->stop_flag;
         options.ready_flag = controls->ready_flag;
+        options.lifecycle = controls->lifecycle;
         try {
             kopf::operator_(options);
         } catch (const std::exception& error) {

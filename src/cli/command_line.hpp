@@ -43,6 +43,7 @@ struct RunControls {
     const OperatorSettings* settings = nullptr;
     OperatorFlag* stop_flag = nullptr;
     OperatorFlag* ready_flag = nullptr;
+    std::optional<Lifecycle> lifecycle{};
     // Receives the command line's error messages and help (printed on stderr/stdout otherwise).
     std::function<void(const std::string&)> print;
 };

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <kopf/kopf.hpp>
+#include <kopf/run.hpp>
 #include <kopf/settings.hpp>
 #include <kopf/testing.hpp>
 #include <memory>
@@ -71,6 +72,58 @@ TEST_F(TestingKit, RunsTheRegistryInTheBackgroundAndStopsCleanly) {
     EXPECT_NE(output.find("[default/kopf-example-1] Created in a test."), std::string::npos)
         << output;
     EXPECT_NE(output.find("Operator has stopped."), std::string::npos) << output;
+}
+
+// Two creation handlers, and how many status patches their results take: one per handler when
+// each cycle runs one (asap, one_by_one), one for both when a cycle runs all (all_at_once).
+class Lifecycles : public TestingKit {
+  protected:
+    // The status patches of the object's handling, once it is created and handled.
+    std::string status_patches(kopf::testing::RunnerOptions options) {
+        kopf::Registry registry;
+        kopf::on::create first(registry, kopf::Selector("kopfexamples"), {.id = "create_a"},
+                               [](kopf::Context&) -> kopf::json { return 1; });
+        kopf::on::create second(registry, kopf::Selector("kopfexamples"), {.id = "create_b"},
+                                [](kopf::Context&) -> kopf::json { return 2; });
+        options.registry = &registry;
+        options.kubeconfig = cluster_->kubeconfig();
+        kopf::testing::OperatorRunner runner({"run", "-n", "default", "--standalone", "--verbose"},
+                                             options);
+        EXPECT_TRUE(runner.wait_ready(30s)) << runner.output();
+        auto created = cluster_->kubectl({"apply", "-f", kSourceDir + "/examples/obj.yaml"});
+        EXPECT_EQ(created.exit_code, 0) << created.output;
+        EXPECT_TRUE(runner.wait_for_output("Creation is processed: 2 succeeded; 0 failed.", 30s))
+            << runner.output();
+        runner.stop();
+        std::string patches;
+        const std::string output = runner.output();
+        const std::string marker = "Patching the status with: ";
+        for (auto at = output.find(marker); at != std::string::npos;
+             at = output.find(marker, at + 1)) {
+            patches +=
+                output.substr(at + marker.size(), output.find('\n', at) - at - marker.size()) +
+                "\n";
+        }
+        return patches;
+    }
+};
+
+TEST_F(Lifecycles, AsapByDefaultRunsOneHandlerPerCycle) {
+    EXPECT_EQ(kopf::get_default_lifecycle(), kopf::Lifecycle::ASAP);
+    EXPECT_EQ(status_patches({}), "{\"status\":{\"create_a\":1}}\n{\"status\":{\"create_b\":2}}\n");
+}
+
+TEST_F(Lifecycles, TheOperatorsLifecycleWinsOverTheDefault) {
+    kopf::testing::RunnerOptions options;
+    options.lifecycle = kopf::Lifecycle::ALL_AT_ONCE;
+    EXPECT_EQ(status_patches(options), "{\"status\":{\"create_a\":1,\"create_b\":2}}\n");
+}
+
+TEST_F(Lifecycles, TheDefaultLifecycleCanBeSet) {
+    kopf::set_default_lifecycle(kopf::Lifecycle::ALL_AT_ONCE);
+    EXPECT_EQ(kopf::get_default_lifecycle(), kopf::Lifecycle::ALL_AT_ONCE);
+    EXPECT_EQ(status_patches({}), "{\"status\":{\"create_a\":1,\"create_b\":2}}\n");
+    kopf::set_default_lifecycle(kopf::Lifecycle::ASAP);
 }
 
 TEST_F(TestingKit, BadArgumentsEndWithAnErrorCodeAndTheMessage) {
