@@ -320,9 +320,18 @@ class Registry {
     /// The selectors of all resource handlers (for the runtime to resolve and watch).
     std::vector<Selector> selectors() const;
 
-    /// The registry that namespace-scope registrations go to.
+    /// The registry that namespace-scope registrations go to (see set_default_registry()).
     static Registry& default_registry();
 };
+
+/// Kopf's `kopf.get_default_registry()`: the registry that namespace-scope registrations
+/// (KOPF_ON_CREATE and the like, also in files loaded by `kopf run`) go to, and that an
+/// operator serves when RunOptions::registry is null.
+Registry& get_default_registry();
+/// Kopf's `kopf.set_default_registry()`: from now on, registrations and operators without a
+/// registry of their own use `registry` (which must outlive them). Registrations made before
+/// stay where they are.
+void set_default_registry(Registry& registry);
 
 namespace detail {
 /// "lambda:<file>:<line>" — the id of unnamed callables, as Kopf does for lambdas.

@@ -74,6 +74,22 @@ class OperatorFlag {
 class Registry;
 class Client;
 
+/// Which of an object's due changing handlers run in one processing cycle, between the patches
+/// of the object (Kopf's lifecycles: kopf.lifecycles.asap and the others).
+enum class Lifecycle {
+    ASAP,         ///< one handler per cycle, the one retried the least (the default)
+    ONE_BY_ONE,   ///< one handler per cycle, in the order of declaration
+    ALL_AT_ONCE,  ///< all of them in one cycle, in the order of declaration
+    RANDOMIZED,   ///< one random handler per cycle
+    SHUFFLED,     ///< all of them in one cycle, in a random order
+};
+
+/// Kopf's `kopf.set_default_lifecycle()`: the lifecycle of operators started from now on
+/// without RunOptions::lifecycle (also by `kopf run` and the testing kit).
+void set_default_lifecycle(Lifecycle lifecycle);
+/// Kopf's `kopf.get_default_lifecycle()`.
+Lifecycle get_default_lifecycle();
+
 /// What `kopf run` options mean for an operator started from code.
 struct RunOptions {
     /// Namespace patterns (globs, `!exclusions`, comma-separated; see "Scopes"), or
@@ -113,7 +129,32 @@ struct RunOptions {
     /// start; an empty kopf::Memo when null. Startup handlers fill it; every object's memo is
     /// its copy (Memo::copy), made when the object is first seen.
     std::shared_ptr<Memo> memo;
+    /// Which due handlers run per processing cycle; get_default_lifecycle() when unset.
+    std::optional<Lifecycle> lifecycle{};
 };
+
+/// How the operator logs (Kopf's `kopf.configure()` arguments; `kopf run`'s `--verbose`,
+/// `--debug`, `--quiet`, `--log-format`, `--log-prefix`, `--log-refkey`).
+struct LogOptions {
+    bool debug = false;    ///< also the API traffic and other low-level messages
+    bool verbose = false;  ///< debug messages
+    bool quiet = false;    ///< warnings and errors only
+    /// "full" (the default: time, level, logger, message), "plain" (level and message) or
+    /// "json" (one JSON object per line).
+    std::string format = "full";
+    /// Prefix messages about objects with "[namespace/name] "; unset: yes, except for "json".
+    std::optional<bool> prefix{};
+    /// The JSON key of the object reference in "json" lines.
+    std::string refkey = "object";
+};
+
+/// Kopf's `kopf.configure()`: sets up the log format and level as `kopf run` does, for
+/// operators started from code with kopf::run() or kopf::operator_() (which leave logging as
+/// they find it). Call it before the operator starts. Throws std::invalid_argument naming an
+/// unknown format.
+///
+///     kopf::configure({.verbose = true});
+void configure(const LogOptions& options = {});
 
 /// Runs the operator in the calling thread until SIGINT/SIGTERM (or the stop flag); a second
 /// signal or settings.process.ultimate_exiting_timeout forces the exit. Returns the process exit

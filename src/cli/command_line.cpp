@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,9 +27,30 @@
 namespace kopf::runtime {
 namespace {
 
+// The controls of the command line running in this thread, if any (the testing kit's).
+thread_local const RunControls* active_controls = nullptr;
+
 void print_error(const std::string& message) {
+    if (active_controls && active_controls->print) {
+        active_controls->print("Error: " + message + "\n");
+        return;
+    }
     std::fprintf(stderr, "Error: %s\n", message.c_str());
 }
+
+// Makes `registry` the default one until the end of the scope (then the previous one again).
+class DefaultRegistryScope {
+  public:
+    explicit DefaultRegistryScope(Registry* registry) : previous_(&get_default_registry()) {
+        if (registry) set_default_registry(*registry);
+    }
+    ~DefaultRegistryScope() { set_default_registry(*previous_); }
+    DefaultRegistryScope(const DefaultRegistryScope&) = delete;
+    DefaultRegistryScope& operator=(const DefaultRegistryScope&) = delete;
+
+  private:
+    Registry* previous_;
+};
 
 }  // namespace
 
@@ -48,7 +70,7 @@ RunOptions run_options_of(const RunCommandOptions& command) {
     return options;
 }
 
-int run_command(const RunCommandOptions& command) {
+int run_command(const RunCommandOptions& command, const RunControls* controls) {
     LoggingOptions logging;
     try {
         logging.format = parse_log_format(command.log_format);
@@ -81,6 +103,7 @@ int run_command(const RunCommandOptions& command) {
         return 2;
     }
 
+    const DefaultRegistryScope registry_scope(controls ? controls->registry : nullptr);
     const std::size_t handlers_before = count_registered_handlers();
     for (const auto& path : command.paths) {
         const std::size_t before = count_registered_handlers();
@@ -118,6 +141,21 @@ int run_command(const RunCommandOptions& command) {
         return 1;
     }
 
+    if (controls) {
+        RunOptions options = run_options_of(command);
+        options.registry = &get_default_registry();
+        options.settings = controls->settings;
+        options.stop_flag = controls->stop_flag;
+        options.ready_flag = controls->ready_flag;
+        options.lifecycle = controls->lifecycle;
+        try {
+            kopf::operator_(options);
+        } catch (const std::exception& error) {
+            logger("kopf.reactor.running")->critical("{}", error.what());
+            throw;
+        }
+        return 0;
+    }
     const int code = kopf::run(run_options_of(command));
     // Daemons abandoned on their threads ("Leaving it orphaned") must not run into the static
     // destructors of the process: end it without them, the logs flushed.
@@ -129,7 +167,14 @@ int run_command(const RunCommandOptions& command) {
     return code;
 }
 
-int main(int argc, char** argv, const std::vector<ExtraCommand>& extra_commands) {
+int main(int argc, char** argv, const std::vector<ExtraCommand>& extra_commands,
+         const RunControls* controls) {
+    const RunControls* outer_controls = active_controls;
+    active_controls = controls;
+    struct Restore {
+        const RunControls* previous;
+        ~Restore() { active_controls = previous; }
+    } restore{outer_controls};
     if (argc >= 2) {
         for (const auto& command : extra_commands) {
             if (command.name == argv[1]) return command.run(argc - 1, argv + 1);
@@ -270,13 +315,19 @@ int main(int argc, char** argv, const std::vector<ExtraCommand>& extra_commands)
     try {
         app.parse(std::move(args));
     } catch (const CLI::ParseError& error) {
+        if (controls && controls->print) {
+            std::ostringstream out;
+            const int code = app.exit(error, out, out);
+            controls->print(out.str());
+            return code;
+        }
         return app.exit(error);
     }
     if (app.got_subcommand("version")) {
         std::printf("kopf++ %s\n", kopf::version());
         return 0;
     }
-    if (app.got_subcommand(run_app)) return run_command(run);
+    if (app.got_subcommand(run_app)) return run_command(run, controls);
     if (app.got_subcommand(freeze_app)) return peering_command(freeze);
     if (app.got_subcommand(rbac_app)) return rbac_command(rbac_paths, rbac);
     if (app.got_subcommand(resume_app)) return peering_command(resume);

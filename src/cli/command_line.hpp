@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <kopf/run.hpp>
 #include <string>
 #include <vector>
@@ -35,9 +36,22 @@ struct RunCommandOptions {
 // 666 whatever --priority says).
 RunOptions run_options_of(const RunCommandOptions& options);
 
+// What a program running the command line in one of its threads gives it (Kopf's CLIControls;
+// the testing kit, kopf/testing.hpp): the operator then runs with kopf::operator_() (no signal
+// handling) with these, and a failure to start is thrown after it is logged.
+struct RunControls {
+    Registry* registry = nullptr;  // also the default registry while the files are loaded
+    const OperatorSettings* settings = nullptr;
+    OperatorFlag* stop_flag = nullptr;
+    OperatorFlag* ready_flag = nullptr;
+    std::optional<Lifecycle> lifecycle{};
+    // Receives the command line's error messages and help (printed on stderr/stdout otherwise).
+    std::function<void(const std::string&)> print;
+};
+
 // Runs `kopf run` with parsed options: logging, scope checks, loading the operator files,
 // then kopf::run(). Returns the exit code; errors are printed as one paragraph on stderr.
-int run_command(const RunCommandOptions& options);
+int run_command(const RunCommandOptions& options, const RunControls* controls = nullptr);
 
 // A command served outside the operator command line, e.g. `kopf apiserver` in the kopf binary
 // (operators linked with kopf::main do not carry the API server). It is listed in --help and
@@ -49,7 +63,8 @@ struct ExtraCommand {
 };
 
 // The kopf command line (kopf::main forwards here without extra commands).
-int main(int argc, char** argv, const std::vector<ExtraCommand>& extra_commands = {});
+int main(int argc, char** argv, const std::vector<ExtraCommand>& extra_commands = {},
+         const RunControls* controls = nullptr);
 
 // How many handlers of any kind the default registry holds (to detect files that register none).
 std::size_t count_registered_handlers();

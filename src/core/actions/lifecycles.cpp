@@ -2,6 +2,7 @@
 #include "core/actions/lifecycles.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <random>
 
 namespace kopf::actions {
@@ -42,3 +43,39 @@ std::vector<const ChangingHandler*> shuffled(std::vector<const ChangingHandler*>
 }  // namespace lifecycles
 
 }  // namespace kopf::actions
+
+namespace kopf::actions {
+
+Lifecycle lifecycle_of(kopf::Lifecycle lifecycle) {
+    switch (lifecycle) {
+        case kopf::Lifecycle::ONE_BY_ONE:
+            return lifecycles::one_by_one;
+        case kopf::Lifecycle::ALL_AT_ONCE:
+            return lifecycles::all_at_once;
+        case kopf::Lifecycle::RANDOMIZED:
+            return lifecycles::randomized;
+        case kopf::Lifecycle::SHUFFLED:
+            return lifecycles::shuffled;
+        case kopf::Lifecycle::ASAP:
+            break;
+    }
+    return lifecycles::asap;
+}
+
+}  // namespace kopf::actions
+
+namespace kopf {
+
+namespace {
+std::atomic<Lifecycle> default_lifecycle{Lifecycle::ASAP};
+}  // namespace
+
+void set_default_lifecycle(Lifecycle lifecycle) {
+    default_lifecycle.store(lifecycle);
+}
+
+Lifecycle get_default_lifecycle() {
+    return default_lifecycle.load();
+}
+
+}  // namespace kopf

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <kopf/registry.hpp>
+#include <kopf/run.hpp>
 #include <vector>
 
 #include "core/actions/progression.hpp"
@@ -30,5 +31,8 @@ std::vector<const ChangingHandler*> randomized(std::vector<const ChangingHandler
 std::vector<const ChangingHandler*> shuffled(std::vector<const ChangingHandler*> handlers,
                                              const State&);
 }  // namespace lifecycles
+
+/// The function of a named lifecycle.
+Lifecycle lifecycle_of(kopf::Lifecycle lifecycle);
 
 }  // namespace kopf::actions

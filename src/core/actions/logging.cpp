@@ -14,6 +14,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <ctime>
+#include <functional>
+#include <kopf/run.hpp>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -182,6 +185,18 @@ class KopfFormatter final : public spdlog::formatter {
     std::string refkey_;
 };
 
+// Who else receives the formatted lines (the testing kit's captured output), besides stderr.
+struct LogListeners {
+    std::mutex mutex;
+    std::map<int, std::function<void(std::string_view)>> by_id;
+    int next_id = 0;
+    std::atomic<std::size_t> count{0};  // the fast path of every line: nobody listens
+};
+LogListeners& log_listeners() {
+    static LogListeners listeners;
+    return listeners;
+}
+
 // Standard error, written in batches: a busy operator logs two INFO lines per handled object,
 // and a write(2) per line cost more than formatting them. Lines reach stderr within
 // kFlushDelay; warnings and errors (logged before any forced exit) write out everything at
@@ -203,6 +218,11 @@ class BatchingStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
         spdlog::memory_buf_t formatted;
         formatter_->format(msg, formatted);
         buffer_.append(formatted.data(), formatted.size());
+        if (auto& listeners = log_listeners(); listeners.count.load(std::memory_order_relaxed)) {
+            const std::string_view line(formatted.data(), formatted.size());
+            std::lock_guard lock(listeners.mutex);
+            for (auto& [id, listener] : listeners.by_id) listener(line);
+        }
         if (msg.level >= spdlog::level::warn || buffer_.size() >= kMaxBuffered) {
             write_out();
         } else if (!flusher_.joinable()) {
@@ -260,6 +280,22 @@ LogFormat parse_log_format(std::string_view text) {
     if (text == "json") return LogFormat::json;
     throw std::invalid_argument(
         fmt::format("Unknown log format '{}': use one of full, plain, json.", text));
+}
+
+int add_log_listener(std::function<void(std::string_view)> listener) {
+    auto& listeners = log_listeners();
+    std::lock_guard lock(listeners.mutex);
+    const int id = ++listeners.next_id;
+    listeners.by_id.emplace(id, std::move(listener));
+    listeners.count = listeners.by_id.size();
+    return id;
+}
+
+void remove_log_listener(int id) {
+    auto& listeners = log_listeners();
+    std::lock_guard lock(listeners.mutex);
+    listeners.by_id.erase(id);
+    listeners.count = listeners.by_id.size();
 }
 
 void configure_logging(const LoggingOptions& options) {
@@ -362,3 +398,18 @@ std::string describe(std::exception_ptr error) {
 }
 
 }  // namespace kopf::runtime
+
+namespace kopf {
+
+void configure(const LogOptions& options) {
+    runtime::LoggingOptions logging;
+    logging.format = runtime::parse_log_format(options.format);
+    logging.prefix = options.prefix;
+    logging.refkey = options.refkey;
+    logging.verbose = options.verbose;
+    logging.debug = options.debug;
+    logging.quiet = options.quiet;
+    runtime::configure_logging(logging);
+}
+
+}  // namespace kopf

@@ -42,6 +42,11 @@ struct LoggingOptions {
     bool quiet = false;             // -q: warnings and errors only
 };
 
+// Every log line, formatted as written to stderr, is also handed to `listener` (called under the
+// sink's lock: it must not log) until remove_log_listener(the returned id).
+int add_log_listener(std::function<void(std::string_view)> listener);
+void remove_log_listener(int id);
+
 // Installs the format and level on every spdlog logger, present and future.
 void configure_logging(const LoggingOptions& options);
 

@@ -1,5 +1,6 @@
 // Registration of handlers into registries (Kopf's on.py and registries.py).
 #include <algorithm>
+#include <atomic>
 #include <kopf/on.hpp>
 #include <stdexcept>
 
@@ -77,9 +78,25 @@ std::vector<Selector> Registry::selectors() const {
     return out;
 }
 
-Registry& Registry::default_registry() {
+namespace {
+Registry& initial_registry() {
     static Registry registry;
     return registry;
+}
+std::atomic<Registry*> current_default_registry{nullptr};
+}  // namespace
+
+Registry& Registry::default_registry() {
+    Registry* current = current_default_registry.load();
+    return current ? *current : initial_registry();
+}
+
+Registry& get_default_registry() {
+    return Registry::default_registry();
+}
+
+void set_default_registry(Registry& registry) {
+    current_default_registry.store(&registry);
 }
 
 namespace detail {

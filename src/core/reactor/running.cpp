@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "clients/api.hpp"
+#include "core/actions/lifecycles.hpp"
 #include "core/actions/logging.hpp"
 #include "core/engines/activities.hpp"
 #include "core/engines/admission.hpp"
@@ -451,6 +452,8 @@ void run_operator(const RunOptions& options, bool handle_signals) {
                              engines::run_on_loop_and_wait(executor));
         },
         indices_data, operator_memo, metrics, options.identity.value_or(""));
+    serving.use_lifecycle(
+        actions::lifecycle_of(options.lifecycle.value_or(get_default_lifecycle())));
     if (options.client) *options.client = serving.client();
     // The admission webhooks: served on the loop from the server's own thread; stopped first
     // at the exit (Kopf stops its webhook server with the other root tasks).

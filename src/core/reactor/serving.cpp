@@ -567,6 +567,10 @@ void ResourceServing::stop(std::function<void()> finished) {
     impl_->stop(std::move(finished));
 }
 
+void ResourceServing::use_lifecycle(actions::Lifecycle lifecycle) {
+    impl_->env.lifecycle = std::move(lifecycle);
+}
+
 const kopf::Client& ResourceServing::client() const {
     return impl_->client;
 }

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/actions/lifecycles.hpp"
 #include "core/reactor/namespaces.hpp"
 
 namespace boost::asio {
@@ -72,6 +73,9 @@ class ResourceServing {
 
     // The operator's API client for handlers (kopf/api.hpp), on this serving's ApiClient.
     const kopf::Client& client() const;
+    // Which due handlers run per processing cycle (asap unless told): call it before the loop
+    // runs, as it is read by every processing cycle on the loop.
+    void use_lifecycle(actions::Lifecycle lifecycle);
     // Called with the public view of all resources found at each discovery of the API (at the
     // start, and when CRDs are created or deleted); set before `start`.
     void on_discovered(std::function<void(const std::vector<Resource>&)> fn);
