@@ -199,13 +199,13 @@ TEST(CelRules, CrdRulesOutsideTheSubsetAreRefusedWithTheirPath) {
 }
 })J");
     auto errors = check_validation_rules(schema, "spec.versions[0].schema.openAPIV3Schema");
-ASSERT_EQ(errors.size(), 2u);
-EXPECT_EQ(errors[0].to_string(),
-          "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0]"
-          ".rule: Invalid value: \"self.x.isSorted()\": compilation failed: the function "
-          "isSorted() is outside the supported CEL subset at column 8");
-EXPECT_EQ(errors[1].field,
-          "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[2]"
-          ".reason");
-EXPECT_TRUE(check_validation_rules(kCrdSchema, "s").empty());
+    ASSERT_EQ(errors.size(), 2u);
+    EXPECT_EQ(errors[0].to_string(),
+              "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0]"
+              ".rule: Invalid value: \"self.x.isSorted()\": compilation failed: the function "
+              "isSorted() is outside the supported CEL subset at column 8");
+    EXPECT_EQ(errors[1].field,
+              "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[2]"
+              ".reason");
+    EXPECT_TRUE(check_validation_rules(kCrdSchema, "s").empty());
 }
