@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 #include <random>
+#include <stdexcept>
 
 #include "core/engine.hpp"
 #include "core/field_managers.hpp"
@@ -844,6 +845,37 @@ HttpResponse Engine::do_update(RequestInfo& rq, Lock& lock) {
 
 // ---------------------------------------------------------------- patch
 
+namespace {
+
+// RFC 6902 on nlohmann's json, op by op: an add, copy or move into a string, number or boolean
+// is refused here, as json-patch does ("doc is missing path"), because nlohmann's patch
+// asserts on it (and so aborts a build without NDEBUG) instead of throwing.
+json apply_json_patch(const json& document, const json& patch) {
+    json patched = document;
+    for (const auto& operation : patch) {
+        if (operation.is_object() && operation.contains("path") && operation["path"].is_string()) {
+            const auto op = operation.value("op", std::string());
+            if (op == "add" || op == "copy" || op == "move") {
+                const json::json_pointer path(operation["path"].get<std::string>());
+                if (!path.empty()) {
+                    const auto parent = path.parent_pointer();
+                    if (patched.contains(parent) && !patched.at(parent).is_structured() &&
+                        !patched.at(parent).is_null()) {
+                        throw std::invalid_argument(op +
+                                                    " operation does not apply: doc is "
+                                                    "missing path: " +
+                                                    operation["path"].get<std::string>());
+                    }
+                }
+            }
+        }
+        patched.patch_inplace(json::array({operation}));
+    }
+    return patched;
+}
+
+}  // namespace
+
 HttpResponse Engine::do_patch(RequestInfo& rq, Lock& lock) {
     const Resource& res = *rq.res;
     std::string mt = media_type(rq.http->content_type);
@@ -908,10 +940,15 @@ HttpResponse Engine::do_patch(RequestInfo& rq, Lock& lock) {
                             "a JSON patch is 10000, got " +
                                 std::to_string(patch.size()));
         try {
-            patched = base.patch(patch);
+            patched = apply_json_patch(base, patch);
         } catch (const json::parse_error& e) {
             throw bad_request(std::string("the JSON patch is malformed: ") + e.what());
         } catch (const json::exception& e) {
+            throw api_error(422, "Invalid",
+                            std::string("the server rejected our request due to an error in our "
+                                        "request: ") +
+                                e.what());
+        } catch (const std::invalid_argument& e) {
             throw api_error(422, "Invalid",
                             std::string("the server rejected our request due to an error in our "
                                         "request: ") +

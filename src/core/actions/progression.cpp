@@ -3,6 +3,9 @@
 #include "core/actions/progression.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 
 namespace kopf::actions {
 
@@ -13,6 +16,30 @@ HandlerState HandlerState::from_scratch(TimePoint now, std::optional<std::string
     s.purpose = std::move(purpose);
     return s;
 }
+
+namespace {
+
+// Kopf writes an integer; a float or a huge number (a hand-edited or corrupt record) is read
+// as the nearest int, never converted out of range (undefined behaviour).
+int retries_from(const json& value) {
+    constexpr auto lowest = std::numeric_limits<int>::min();
+    constexpr auto highest = std::numeric_limits<int>::max();
+    if (value.is_number_unsigned()) {
+        return static_cast<int>(std::min<std::uint64_t>(value.get<std::uint64_t>(), highest));
+    }
+    if (value.is_number_integer()) {
+        return static_cast<int>(
+            std::clamp<std::int64_t>(value.get<std::int64_t>(), lowest, highest));
+    }
+    if (value.is_number_float()) {
+        const double number = value.get<double>();
+        if (std::isnan(number)) return 0;
+        return static_cast<int>(std::clamp<double>(number, lowest, highest));
+    }
+    return 0;
+}
+
+}  // namespace
 
 HandlerState HandlerState::from_storage(const json& r, TimePoint now) {
     HandlerState s;
@@ -28,7 +55,7 @@ HandlerState HandlerState::from_storage(const json& r, TimePoint now) {
     if (r.contains("purpose") && r["purpose"].is_string() &&
         !r["purpose"].get<std::string>().empty())
         s.purpose = r["purpose"].get<std::string>();
-    s.retries = r.contains("retries") && r["retries"].is_number() ? r["retries"].get<int>() : 0;
+    s.retries = r.contains("retries") ? retries_from(r["retries"]) : 0;
     s.success = r.contains("success") && r["success"].is_boolean() && r["success"].get<bool>();
     s.failure = r.contains("failure") && r["failure"].is_boolean() && r["failure"].get<bool>();
     if (r.contains("message") && r["message"].is_string())

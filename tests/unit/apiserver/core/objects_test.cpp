@@ -155,6 +155,22 @@ TEST(Objects, JsonPatchFailedTestIs422) {
     EXPECT_EQ(r.body["reason"], "Invalid");
 }
 
+TEST(Objects, JsonPatchAddingIntoAStringIs422NotACrash) {
+    // Found by the patches fuzzer: nlohmann's patch asserts (aborting a build without NDEBUG)
+    // when an add, copy or move targets a path under a string, number or boolean.
+    ApiCore core({});
+    post(core, kCms, configmap("a", {{"x", "1"}}));
+    for (const auto& op : {json{{"op", "add"}, {"path", "/kind/moved"}, {"value", 1}},
+                           json{{"op", "copy"}, {"from", "/data"}, {"path", "/data/x/y"}},
+                           json{{"op", "move"}, {"from", "/data"}, {"path", "/metadata/name/z"}}}) {
+        auto r = patch(core, kCms + "/a", json::array({op}), "application/json-patch+json");
+        EXPECT_EQ(r.status, 422) << op.dump() << ": " << r.raw;
+        EXPECT_NE(r.raw.find("doc is missing path"), std::string::npos) << r.raw;
+    }
+    auto a = get(core, kCms + "/a");
+    EXPECT_EQ(a.body["data"], json({{"x", "1"}}));
+}
+
 TEST(Objects, JsonPatchWithMatchingTestApplies) {
     ApiCore core({});
     auto a = post(core, kCms, configmap("a"));

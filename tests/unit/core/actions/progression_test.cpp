@@ -1,0 +1,33 @@
+// Progress records read back from storage: what Kopf writes, and what a hand-edited or corrupt
+// record holds instead (found by the annotations fuzzer: a float retries count out of int's
+// range was converted with undefined behaviour).
+#include "core/actions/progression.hpp"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+namespace kopf::actions {
+namespace {
+
+HandlerState read_retries(const json& retries) {
+    json record = {{"started", "2026-11-21T23:21:38.929772+00:00"}, {"retries", retries}};
+    return HandlerState::from_storage(record, Clock::now());
+}
+
+TEST(Progression, ReadsTheRetriesKopfWrites) {
+    EXPECT_EQ(read_retries(2).retries, 2);
+    EXPECT_EQ(read_retries(0).retries, 0);
+}
+
+TEST(Progression, RetriesOutOfRangeOrNotIntegersAreReadAsTheNearestInt) {
+    EXPECT_EQ(read_retries(2.22222e31).retries, std::numeric_limits<int>::max());
+    EXPECT_EQ(read_retries(-1e40).retries, std::numeric_limits<int>::min());
+    EXPECT_EQ(read_retries(std::numeric_limits<std::uint64_t>::max()).retries,
+              std::numeric_limits<int>::max());
+    EXPECT_EQ(read_retries(3.0).retries, 3);
+    EXPECT_EQ(read_retries("3").retries, 0);
+}
+
+}  // namespace
+}  // namespace kopf::actions
