@@ -116,6 +116,7 @@ ExecConfig parse_exec(const YAML::Node& node, const Fields& f, const std::string
         if (!env.IsSequence()) f.fail(where + ".env", "must be a list of {name, value}");
         for (std::size_t i = 0; i < env.size(); ++i) {
             auto item = fmt::format("{}.env[{}]", where, i);
+            if (!env[i].IsMap()) f.fail(item, "must be a mapping with 'name' and 'value'");
             exec.env.emplace_back(f.required(env[i], "name", item),
                                   f.string(env[i], "value", item).value_or(""));
         }

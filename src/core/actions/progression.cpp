@@ -20,21 +20,19 @@ HandlerState HandlerState::from_scratch(TimePoint now, std::optional<std::string
 namespace {
 
 // Kopf writes an integer; a float or a huge number (a hand-edited or corrupt record) is read
-// as the nearest int, never converted out of range (undefined behaviour).
+// as the nearest count (0 to INT_MAX), never converted out of range (undefined behaviour).
 int retries_from(const json& value) {
-    constexpr auto lowest = std::numeric_limits<int>::min();
     constexpr auto highest = std::numeric_limits<int>::max();
     if (value.is_number_unsigned()) {
         return static_cast<int>(std::min<std::uint64_t>(value.get<std::uint64_t>(), highest));
     }
     if (value.is_number_integer()) {
-        return static_cast<int>(
-            std::clamp<std::int64_t>(value.get<std::int64_t>(), lowest, highest));
+        return static_cast<int>(std::clamp<std::int64_t>(value.get<std::int64_t>(), 0, highest));
     }
     if (value.is_number_float()) {
         const double number = value.get<double>();
         if (std::isnan(number)) return 0;
-        return static_cast<int>(std::clamp<double>(number, lowest, highest));
+        return static_cast<int>(std::clamp<double>(number, 0, highest));
     }
     return 0;
 }
@@ -107,7 +105,7 @@ HandlerState HandlerState::with_outcome(const Outcome& o, TimePoint now) const {
                     : std::nullopt;
     s.success = o.final && !o.failed;
     s.failure = o.final && o.failed;
-    s.retries = retries + 1;
+    s.retries = retries < std::numeric_limits<int>::max() ? retries + 1 : retries;
     s.message = o.failed || o.message ? o.message : std::nullopt;
     std::set<std::string> refs(subrefs.begin(), subrefs.end());
     refs.insert(o.subrefs.begin(), o.subrefs.end());

@@ -79,6 +79,30 @@ TEST_F(KubeconfigTest, CurrentContextGivesServerTokenCaAndNamespace) {
     EXPECT_FALSE(info.insecure);
 }
 
+TEST_F(KubeconfigTest, AnExecEnvItemThatIsNotAMappingIsAnErrorNamingTheFileAndTheItem) {
+    // Found by the kubeconfig fuzzer: yaml-cpp's BadSubscript escaped instead.
+    auto path = write("config", R"(
+apiVersion: v1
+kind: Config
+current-context: ctx
+clusters:
+- {name: c, cluster: {server: "https://127.0.0.1:6443"}}
+users:
+- name: u
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: ./get-token
+      env: [not-a-mapping]
+contexts:
+- {name: ctx, context: {cluster: c, user: u}}
+)");
+    const auto error = error_of({path});
+    EXPECT_NE(error.find(path.string()), std::string::npos) << error;
+    EXPECT_NE(error.find("env[0]"), std::string::npos) << error;
+    EXPECT_NE(error.find("must be a mapping"), std::string::npos) << error;
+}
+
 TEST_F(KubeconfigTest, FilesAreMergedFirstDefinitionWins) {
     auto first = write("first", R"(
 current-context: other

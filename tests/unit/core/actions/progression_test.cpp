@@ -20,13 +20,20 @@ TEST(Progression, ReadsTheRetriesKopfWrites) {
     EXPECT_EQ(read_retries(0).retries, 0);
 }
 
-TEST(Progression, RetriesOutOfRangeOrNotIntegersAreReadAsTheNearestInt) {
+TEST(Progression, RetriesOutOfRangeOrNotIntegersAreReadAsTheNearestCount) {
     EXPECT_EQ(read_retries(2.22222e31).retries, std::numeric_limits<int>::max());
-    EXPECT_EQ(read_retries(-1e40).retries, std::numeric_limits<int>::min());
+    EXPECT_EQ(read_retries(-1e40).retries, 0);
+    EXPECT_EQ(read_retries(-5).retries, 0);
     EXPECT_EQ(read_retries(std::numeric_limits<std::uint64_t>::max()).retries,
               std::numeric_limits<int>::max());
     EXPECT_EQ(read_retries(3.0).retries, 3);
     EXPECT_EQ(read_retries("3").retries, 0);
+}
+
+TEST(Progression, ANewAttemptAfterTheMostRetriesAnIntHoldsDoesNotOverflow) {
+    const auto state = read_retries(std::numeric_limits<int>::max());
+    const auto next = state.with_outcome(Outcome{}, Clock::now());
+    EXPECT_EQ(next.retries, std::numeric_limits<int>::max());
 }
 
 }  // namespace
