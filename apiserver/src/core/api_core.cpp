@@ -131,6 +131,16 @@ HttpResponse Engine::handle(const HttpRequest& request) {
 
 namespace {
 
+// kube-apiserver's 406 for an Accept header that admits no JSON.
+void require_json_acceptable(const std::string& accept) {
+    if (!accept.empty() && accept.find("json") == std::string::npos &&
+        accept.find("*/*") == std::string::npos &&
+        accept.find("application/*") == std::string::npos)
+        throw api_error(406, "NotAcceptable",
+                        "the server was unable to respond with a content type that the client "
+                        "supports");
+}
+
 std::vector<std::string> split_path(const std::string& path) {
     std::vector<std::string> seg;
     std::size_t i = 0;
@@ -196,12 +206,7 @@ HttpResponse openapi_v2(const std::string& accept) {
                  proto_bytes(8, "");
         return r;
     }
-    if (!accept.empty() && accept.find("json") == std::string::npos &&
-        accept.find("*/*") == std::string::npos &&
-        accept.find("application/*") == std::string::npos)
-        throw api_error(406, "NotAcceptable",
-                        "the server was unable to respond with a content type that the client "
-                        "supports");
+    require_json_acceptable(accept);
     r.body = json{{"swagger", "2.0"},
                   {"info", {{"title", "Kubernetes"}, {"version", "v1.32.0"}}},
                   {"paths", json::object()}}
@@ -244,12 +249,7 @@ HttpResponse Engine::route(const HttpRequest& request) {
     if (seg.empty()) throw page_not_found();
     const std::string& accept = request.accept;
     if (p == "/openapi/v2" && request.method == "GET") return openapi_v2(accept);
-    if (!accept.empty() && accept.find("json") == std::string::npos &&
-        accept.find("*/*") == std::string::npos &&
-        accept.find("application/*") == std::string::npos)
-        throw api_error(406, "NotAcceptable",
-                        "the server was unable to respond with a content type that the client "
-                        "supports");
+    require_json_acceptable(accept);
     if (seg[0] == "openapi") {
         if (request.method != "GET") throw page_not_found();
         std::unique_lock lock(mu_);
