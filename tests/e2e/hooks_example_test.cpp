@@ -21,15 +21,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Kopf's test counts `'(.+?)' succeeded` and the final failures of handlers and activities.
-std::map<std::string, int> successes_in(const std::string& output) {
-    return count_handlers(output, R"((?:Handler|Activity|Daemon|Timer) '([^']+)' succeeded\.)");
-}
-std::map<std::string, int> final_failures_in(const std::string& output) {
-    return count_handlers(output, R"((?:Handler|Activity|Daemon|Timer) '([^']+)' failed )"
-                                  R"((?:permanently|with an exception and will stop))");
-}
-
 class HooksExample : public ExamplesTest {
   protected:
     void SetUp() override {

@@ -49,6 +49,16 @@ inline std::map<std::string, int> final_failures(const OperatorProcess& op) {
                                     R"((?:permanently|with an exception and will stop))");
 }
 
+// The same counts in a captured log, activities included (for the examples with startup and
+// cleanup handlers, whose Kopf test counts those too).
+inline std::map<std::string, int> successes_in(const std::string& log) {
+    return count_handlers(log, R"((?:Handler|Activity|Daemon|Timer) '([^']+)' succeeded\.)");
+}
+inline std::map<std::string, int> final_failures_in(const std::string& log) {
+    return count_handlers(log, R"((?:Handler|Activity|Daemon|Timer) '([^']+)' failed )"
+                               R"((?:permanently|with an exception and will stop))");
+}
+
 // Polls `probe` until it returns true or the timeout passes.
 template <class F>
 bool eventually(F probe, std::chrono::seconds timeout = std::chrono::seconds(60)) {
