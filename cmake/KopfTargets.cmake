@@ -9,6 +9,10 @@ function(kopf_configure_test_target target)
   target_compile_definitions(${target} PRIVATE
     KOPF_SOURCE_DIR="${PROJECT_SOURCE_DIR}" KOPF_BINARY_DIR="${PROJECT_BINARY_DIR}"
     KOPF_CXX_COMPILER="${CMAKE_CXX_COMPILER}")
+  if(KOPF_TEST_CXX_FLAGS)
+    separate_arguments(test_flags UNIX_COMMAND "${KOPF_TEST_CXX_FLAGS}")
+    target_compile_options(${target} PRIVATE ${test_flags})
+  endif()
 endfunction()
 
 # kopf_add_test_dir(DIR LIBS...): every DIR/*_test.cpp becomes its own test executable

@@ -139,7 +139,9 @@ class WatchStream {
     };
 
     WatchStream() = default;
-    explicit WatchStream(std::shared_ptr<detail::WatchQueue> queue) : queue_(std::move(queue)) {}
+    /// The stream of a watch started by a client, which it keeps open while it exists.
+    WatchStream(std::shared_ptr<detail::WatchQueue> queue, std::shared_ptr<const void> client)
+        : queue_(std::move(queue)), client_(std::move(client)) {}
     WatchStream(WatchStream&&) noexcept = default;
     WatchStream& operator=(WatchStream&& other) noexcept;
     WatchStream(const WatchStream&) = delete;
@@ -153,6 +155,7 @@ class WatchStream {
 
   private:
     std::shared_ptr<detail::WatchQueue> queue_;
+    std::shared_ptr<const void> client_;
 };
 
 /// The API of one resource, cluster-wide or in one namespace. Cheap to copy; valid while its
@@ -224,7 +227,9 @@ class Api {
 };
 
 /// A Kubernetes API client. Handlers get the operator's own one through `ctx.api(...)`; code
-/// outside an operator (tools, tests) creates its own, which runs its own loop thread.
+/// outside an operator (tools, tests) creates its own, which runs its own loop thread. A client
+/// of one's own stays open while any of its handles exists (copies, its Api handles, streams,
+/// calls); with the last, its watches end and its thread is joined.
 class Client {
   public:
     /// No client: every call throws std::logic_error (a placeholder to assign to).

@@ -221,13 +221,15 @@ struct ClientCore : std::enable_shared_from_this<ClientCore> {
     std::thread::id loop_thread{};
     bool on_loop_thread() const { return std::this_thread::get_id() == loop_thread; }
 
-    ~ClientCore() {
-        if (!own) return;
-        // Calls still waiting fail; what is still in flight is dropped with the loop.
+    // The last handle of a client of its own (Client, Api, WatchStream, ApiCall) has gone: the
+    // client closes and its loop thread ends now, not when its last watch happens to end, which
+    // could be after the process began to exit.
+    void release_own_loop() {
+        auto keep = own;  // the loop outlives the thread and the handlers it still holds
         if (own_thread.get_id() == std::this_thread::get_id()) {
-            // The last handle went on the loop's own thread (a stream's ending watch held it):
-            // the thread cannot join itself, so it is joined later, at the latest when the
-            // process exits (a detached one could still be freeing its TLS state then).
+            // The last handle went on the loop's own thread (an event callback held it): the
+            // thread cannot join itself, so it is joined later, at the latest when the process
+            // exits (a detached one could still be freeing its TLS state then).
             close();
             own->io.stop();
             adopt_ending_thread(std::move(own_thread), own_thread_finished);
@@ -238,6 +240,10 @@ struct ClientCore : std::enable_shared_from_this<ClientCore> {
             own->io.stop();
         });
         own_thread.join();
+        // The handlers still queued (a stopped watch's read) hold this core: they go now, while
+        // the ApiClient they refer to exists.
+        keep->work.reset();
+        keep->io.shutdown();
     }
 
     void close();
@@ -596,17 +602,19 @@ bool begin(const std::shared_ptr<ClientCore>& core, std::shared_ptr<const ApiReq
         return false;
     }
     core->pending.insert(outcome);
-    asio::post(*core->io, [core, request = std::move(request), outcome]() mutable {
-        {
-            std::lock_guard lock(core->mutex);
-            if (core->closed) return;  // the closing has answered it
-        }
-        auto work = perform(core, std::move(request));
-        asio::co_spawn(*core->io, std::move(work),
-                       [core, outcome](std::exception_ptr error, json result) {
-                           detail::finish(*core, outcome, std::move(result), error);
-                       });
-    });
+    // The loop's side holds the core itself, not the caller's handle, which keeps the client open.
+    asio::post(*core->io,
+               [core = core->shared_from_this(), request = std::move(request), outcome]() mutable {
+                   {
+                       std::lock_guard lock(core->mutex);
+                       if (core->closed) return;  // the closing has answered it
+                   }
+                   auto work = perform(core, std::move(request));
+                   asio::co_spawn(*core->io, std::move(work),
+                                  [core, outcome](std::exception_ptr error, json result) {
+                                      detail::finish(*core, outcome, std::move(result), error);
+                                  });
+               });
     return true;
 }
 
@@ -867,8 +875,11 @@ ApiCall<json> Api::watch(std::function<void(const WatchEvent&)> on_event,
 
 WatchStream Api::stream(DaemonStopped until, std::string label_selector,
                         std::string field_selector) const {
+    if (!core_) {
+        throw std::logic_error("kopf::Api: this handle has no client (a default-constructed one).");
+    }
     auto queue = std::make_shared<detail::WatchQueue>();
-    queue->core = core_;
+    queue->core = core_->shared_from_this();  // the loop's side: it does not keep the client open
     auto request = prepare(Verb::Watch, resource_, namespace_name_, "", nullptr);
     request->label_selector = std::move(label_selector);
     request->field_selector = std::move(field_selector);
@@ -889,13 +900,14 @@ WatchStream Api::stream(DaemonStopped until, std::string label_selector,
     until.on_set([weak = std::weak_ptr<detail::WatchQueue>(queue)] {
         if (auto queue = weak.lock()) queue->end(nullptr);
     });
-    return WatchStream(std::move(queue));
+    return WatchStream(std::move(queue), core_);
 }
 
 WatchStream& WatchStream::operator=(WatchStream&& other) noexcept {
     if (this != &other) {
         stop();
         queue_ = std::move(other.queue_);
+        client_ = std::move(other.client_);
     }
     return *this;
 }
@@ -953,23 +965,39 @@ std::optional<WatchEvent> WatchStream::Next::wait() const {
 
 // ---- Client ----------------------------------------------------------------------------------
 
-Client::Client(ConnectionInfo credentials) : core_(std::make_shared<detail::ClientCore>()) {
+namespace {
+
+// What a client of its own hands out as its handles: while one exists, the client is open.
+struct OwnClientHandle {
+    explicit OwnClientHandle(std::shared_ptr<detail::ClientCore> core) : core(std::move(core)) {}
+    OwnClientHandle(const OwnClientHandle&) = delete;
+    OwnClientHandle& operator=(const OwnClientHandle&) = delete;
+    ~OwnClientHandle() { core->release_own_loop(); }
+    std::shared_ptr<detail::ClientCore> core;
+};
+
+}  // namespace
+
+Client::Client(ConnectionInfo credentials) {
+    auto core = std::make_shared<detail::ClientCore>();
     auto vault = std::make_shared<structs::Vault>();
     vault->populate({{"kopf::Client", std::move(credentials)}});
     auto own = std::make_shared<detail::ClientCore::OwnLoop>();
     own->work.emplace(own->io.get_executor());
     own->api =
         std::make_unique<clients::ApiClient>(own->io.get_executor(), vault, clients::ReloginFn{});
-    core_->io = &own->io;
-    core_->api = own->api.get();
-    core_->own = own;
-    core_->own_thread_finished = std::make_shared<std::atomic<bool>>(false);
-    core_->own_thread = std::thread([own, finished = core_->own_thread_finished]() mutable {
+    core->io = &own->io;
+    core->api = own->api.get();
+    core->own = own;
+    core->own_thread_finished = std::make_shared<std::atomic<bool>>(false);
+    core->own_thread = std::thread([own, finished = core->own_thread_finished]() mutable {
         own->io.run();
         own.reset();  // the loop and its ApiClient go here when the core went on this thread
         *finished = true;
     });
-    core_->loop_thread = core_->own_thread.get_id();
+    core->loop_thread = core->own_thread.get_id();
+    auto handle = std::make_shared<OwnClientHandle>(core);
+    core_ = std::shared_ptr<detail::ClientCore>(handle, core.get());
 }
 
 Api Client::api(Selector resource, std::string namespace_) const {

@@ -6,7 +6,9 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <filesystem>
 #include <future>
+#include <iterator>
 #include <kopf/api.hpp>
 #include <map>
 #include <optional>
@@ -86,6 +88,30 @@ TEST_F(WatchStreamTest, ListsThenFollowsChangesAcrossDropsAndGone) {
     EXPECT_EQ(seen.count("s-other"), 0u);
     stream.stop();
     EXPECT_EQ(stream.next().wait(), std::nullopt);
+}
+
+std::size_t threads_of_this_process() {
+    return static_cast<std::size_t>(
+        std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                      std::filesystem::directory_iterator{}));
+}
+
+// A client of one's own, dropped with its stream while the watch still waits for the server:
+// its thread ends then, not when the watch next hears from the server (a thread running on
+// would log while the process exits and its logger is gone).
+TEST_F(WatchStreamTest, DroppingAClientWithItsStreamEndsItsThreadAtOnce) {
+    configmaps.create(labelled("held")).wait();
+    const auto threads_before = threads_of_this_process();
+    {
+        kopf::Client own(admin());
+        auto stream = own.api("configmaps", "default").stream({}, "app=web");
+        auto first = stream.next().wait();
+        ASSERT_TRUE(first.has_value());
+        EXPECT_EQ(first->object["metadata"]["name"], "held");
+    }
+    EXPECT_EQ(threads_of_this_process(), threads_before);
+    // The server is still there and the watch was never told by it: the client ended it.
+    EXPECT_EQ(configmaps.get("held").wait()["metadata"]["name"], "held");
 }
 
 TEST_F(WatchStreamTest, StopFromAnotherThreadEndsAWaitingReader) {
