@@ -25,6 +25,14 @@ bool same_credentials(const ConnectionInfo& a, const ConnectionInfo& b) {
 
 void Vault::populate(std::map<std::string, ConnectionInfo> items) {
     std::lock_guard lock(mutex_);
+    items_.clear();
+    for (auto& [key, info] : items)
+        items_.emplace(key, std::make_shared<const ConnectionInfo>(std::move(info)));
+    ++generation_;
+}
+
+void Vault::add(std::map<std::string, ConnectionInfo> items) {
+    std::lock_guard lock(mutex_);
     for (auto& [key, info] : items)
         items_.insert_or_assign(key, std::make_shared<const ConnectionInfo>(std::move(info)));
     ++generation_;
@@ -126,7 +134,7 @@ Vault::~Vault() = default;
 
 void Vault::populate(std::map<std::string, ConnectionInfo> credentials) {
     for (const auto& [name, info] : credentials) check_credentials(name, info);
-    store_->populate(std::move(credentials));
+    store_->add(std::move(credentials));
 }
 
 bool Vault::empty() const {

@@ -38,10 +38,11 @@ class Vault {
   public:
     using Clock = std::chrono::system_clock;
 
-    // Add these credentials, replacing those of the same keys (as Kopf's Vault.populate: a
-    // login round adds to what an application put there; when it runs, nothing usable is
-    // left anyway).
+    // Replace all credentials with a fresh login result.
     void populate(std::map<std::string, ConnectionInfo> items);
+    // Add these credentials, replacing only those of the same keys (Kopf's Vault.populate, which
+    // the application's kopf::Vault::populate is).
+    void add(std::map<std::string, ConnectionInfo> items);
     // Add or replace one item.
     void put(const std::string& key, ConnectionInfo info);
 

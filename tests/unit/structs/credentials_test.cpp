@@ -67,11 +67,21 @@ TEST(Vault, PopulatingBumpsTheGeneration) {
     EXPECT_GT(vault.generation(), before);
 }
 
-// As Kopf's Vault.populate: a login round adds to what is there, replacing the same keys.
-TEST(Vault, PopulatingAddsToTheCredentialsAndReplacesThoseOfTheSameKey) {
+TEST(Vault, PopulatingReplacesAllCredentials) {
     Vault vault;
-    vault.populate({{"app", token("app-token", 5)}, {"login_fn", token("old")}});
-    vault.populate({{"login_fn", token("new")}});
+    vault.populate({{"a", token("x")}, {"b", token("y")}});
+    vault.populate({{"c", token("z")}});
+    const auto items = vault.items();
+    ASSERT_EQ(items.size(), 1u);
+    EXPECT_EQ(items.at("c").token, "z");
+}
+
+// As Kopf's Vault.populate (the application's kopf::Vault::populate): credentials are added to
+// what is there, replacing those of the same keys.
+TEST(Vault, AddingKeepsTheCredentialsAndReplacesThoseOfTheSameKey) {
+    Vault vault;
+    vault.add({{"app", token("app-token", 5)}, {"login_fn", token("old")}});
+    vault.add({{"login_fn", token("new")}});
     const auto items = vault.items();
     ASSERT_EQ(items.size(), 2u);
     EXPECT_EQ(items.at("app").token, "app-token");
@@ -163,7 +173,7 @@ TEST(PublicVault, AVaultOfExpiredCredentialsIsEmpty) {
 TEST(PublicVault, TheOperatorsViewIsTheSameStore) {
     auto vault = std::make_shared<kopf::Vault>();
     const auto store = kopf::detail::vault_store(*vault);
-    store->populate({{"login_fn", rich("login", 0)}});  // as the operator's login does
+    store->populate({{"login_fn", rich("login", 0)}});  // as the operator's initial login does
     EXPECT_EQ(vault->current()->first, "login_fn");
     vault->populate({{"app", rich("app", 3)}});
     EXPECT_EQ(store->select()->key, "app");
