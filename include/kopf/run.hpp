@@ -17,6 +17,7 @@
 #include <functional>
 #include <kopf/memo.hpp>
 #include <kopf/settings.hpp>
+#include <kopf/vault.hpp>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -131,6 +132,11 @@ struct RunOptions {
     std::shared_ptr<Memo> memo;
     /// Which due handlers run per processing cycle; get_default_lifecycle() when unset.
     std::optional<Lifecycle> lifecycle{};
+    /// The credentials vault (kopf/vault.hpp), shared with the application: the operator's API
+    /// calls use its credentials, and the login handlers fill it. Filled before the start, it
+    /// is used as it is, with no login at the start (as Kopf); empty, the operator logs in and
+    /// fills it. A vault of its own when null.
+    std::shared_ptr<Vault> vault;
 };
 
 /// How the operator logs (Kopf's `kopf.configure()` arguments; `kopf run`'s `--verbose`,

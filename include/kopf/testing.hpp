@@ -29,6 +29,7 @@
 namespace kopf {
 
 class Registry;
+class Vault;
 struct OperatorSettings;
 enum class Lifecycle;
 
@@ -50,6 +51,10 @@ struct RunnerOptions {
     bool reraise = true;
     /// Which due handlers run per processing cycle; kopf::get_default_lifecycle() when unset.
     std::optional<Lifecycle> lifecycle{};
+    /// The operator's credentials vault (kopf/vault.hpp), shared with the test: filled before
+    /// the start, the operator uses it with no login (no kubeconfig is needed then); empty, the
+    /// test can read what the operator logged in with. The operator's own when null.
+    std::shared_ptr<Vault> vault{};
 };
 
 /// Runs the command line `kopf ARGS...` — e.g. `{"run", "-A", "--standalone", "operator.cpp"}`,

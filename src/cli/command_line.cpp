@@ -148,6 +148,7 @@ int run_command(const RunCommandOptions& command, const RunControls* controls) {
         options.stop_flag = controls->stop_flag;
         options.ready_flag = controls->ready_flag;
         options.lifecycle = controls->lifecycle;
+        options.vault = controls->vault;
         try {
             kopf::operator_(options);
         } catch (const std::exception& error) {

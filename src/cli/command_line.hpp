@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <functional>
 #include <kopf/run.hpp>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,7 @@ struct RunControls {
     OperatorFlag* stop_flag = nullptr;
     OperatorFlag* ready_flag = nullptr;
     std::optional<Lifecycle> lifecycle{};
+    std::shared_ptr<Vault> vault;  // the operator's credentials, shared with the program
     // Receives the command line's error messages and help (printed on stderr/stdout otherwise).
     std::function<void(const std::string&)> print;
 };

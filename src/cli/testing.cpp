@@ -65,13 +65,14 @@ OperatorRunner::OperatorRunner(std::vector<std::string> args, RunnerOptions opti
     });
     state_->thread = std::thread([state = state_, args = std::move(args),
                                   registry = options_.registry, settings = options_.settings,
-                                  lifecycle = options_.lifecycle] {
+                                  lifecycle = options_.lifecycle, vault = options_.vault] {
         runtime::RunControls controls;
         controls.registry = registry;
         controls.settings = settings;
         controls.stop_flag = &state->stop_flag;
         controls.ready_flag = &state->ready_flag;
         controls.lifecycle = lifecycle;
+        controls.vault = vault;
         controls.print = [&state](const std::string& text) { state->append(text); };
         std::vector<std::string> arguments = {"kopf"};
         arguments.insert(arguments.end(), args.begin(), args.end());

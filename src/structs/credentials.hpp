@@ -1,4 +1,5 @@
-// The credentials vault: every connection the login handlers returned, by handler id.
+// The credentials vault: every connection the login handlers returned, by handler id, and those
+// an application gave (kopf/vault.hpp is its public face, sharing this store with the operator).
 //
 // The client layer asks the vault for the best credentials (highest priority, not expired) before
 // every request. On 401 it invalidates the credentials that failed; when nothing usable remains,
@@ -39,6 +40,9 @@ class Vault {
 
     // Replace all credentials with a fresh login result.
     void populate(std::map<std::string, ConnectionInfo> items);
+    // Add these credentials, replacing only those of the same keys (Kopf's Vault.populate, which
+    // the application's kopf::Vault::populate is).
+    void add(std::map<std::string, ConnectionInfo> items);
     // Add or replace one item.
     void put(const std::string& key, ConnectionInfo info);
 
@@ -49,6 +53,14 @@ class Vault {
     // Mark the credentials as not working (after 401). Only an identical item is removed, so a
     // late 401 from an old request cannot drop credentials that arrived meanwhile.
     void invalidate(const VaultItem& item);
+
+    // Forget the credentials of this key, whatever they are (an application's invalidation);
+    // false if there were none.
+    bool remove(const std::string& key);
+    void clear();
+
+    // The usable credentials by key (the expired ones are removed on the way).
+    std::map<std::string, ConnectionInfo> items(Clock::time_point now = Clock::now());
 
     bool empty(Clock::time_point now = Clock::now());
     std::uint64_t generation() const;

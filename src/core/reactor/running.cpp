@@ -37,8 +37,10 @@
 #include "kopf/registry.hpp"
 #include "kopf/settings.hpp"
 #include "kopf/task.hpp"
+#include "kopf/vault.hpp"
 #include "loop/background_tasks.hpp"
 #include "loop/loop_executor.hpp"
+#include "structs/credentials.hpp"
 #include "structs/references.hpp"
 
 namespace asio = boost::asio;
@@ -402,7 +404,11 @@ void run_operator(const RunOptions& options, bool handle_signals) {
             log->error("{}", error.what());
         }
     };
-    std::optional<std::map<std::string, ConnectionInfo>> credentials;
+    // The credentials: the application's vault if it gave one (shared with it), else our own.
+    const std::shared_ptr<structs::Vault> vault = options.vault
+                                                      ? kopf::detail::vault_store(*options.vault)
+                                                      : std::make_shared<structs::Vault>();
+    bool stopped_while_logging_in = false;
     try {
         if (!run_activity(io, executor, registry, "startup", settings, memo, indices, nullptr,
                           &stopping)) {
@@ -427,25 +433,33 @@ void run_operator(const RunOptions& options, bool handle_signals) {
                 leasing.lease_duration, leasing.renew_deadline, leasing.retry_period));
         }
         posting->configure(settings.posting);  // as the startup handlers left it
-        credentials = login(registry, options, settings, memo, io, executor, stopping);
+        // As Kopf: a vault with usable credentials is used as it is; the login handlers run
+        // only when nothing usable is left (here, or later after a 401 or an expiration).
+        if (vault->empty()) {
+            auto credentials = login(registry, options, settings, memo, io, executor, stopping);
+            if (credentials) {
+                vault->populate(std::move(*credentials));
+            } else {
+                stopped_while_logging_in = true;
+            }
+        } else {
+            log->debug("The given vault holds credentials: no initial authentication.");
+        }
     } catch (...) {
         clean_up_after_failure(nullptr);
         throw;
     }
-    if (!credentials) {
+    if (stopped_while_logging_in) {
         log->info("Operator has stopped during its startup.");
         return;
     }
 
     // The API server of the credentials used first (the highest priority).
-    const std::string api_server =
-        std::max_element(
-            credentials->begin(), credentials->end(),
-            [](const auto& a, const auto& b) { return a.second.priority < b.second.priority; })
-            ->second.server;
+    const auto first_credentials = vault->select();
+    const std::string api_server = first_credentials ? first_credentials->info->server : "";
     std::exception_ptr failure;
     ResourceServing serving(
-        io, executor, registry, settings, posting, scope, std::move(*credentials),
+        io, executor, registry, settings, posting, scope, vault,
         [&registry, &options, &settings, &memo, &stopping, &executor] {
             return try_login(registry, options, settings, memo,
                              engines::pause_thread_unless(stopping),

@@ -62,7 +62,7 @@ class ObjectLogger final : public kopf::Logger {
 struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Impl> {
     Impl(asio::io_context& io, kopf::Executor& executor, const Registry& registry,
          const OperatorSettings& settings, std::shared_ptr<PostingContext> posting_context,
-         NamespaceScope scope, std::map<std::string, ConnectionInfo> credentials,
+         NamespaceScope scope, std::shared_ptr<structs::Vault> credentials,
          std::function<std::map<std::string, ConnectionInfo>()> login,
          std::shared_ptr<kopf::detail::IndicesData> indices, std::shared_ptr<Memo> memobase,
          std::shared_ptr<engines::Metrics> metrics_, std::string identity)
@@ -71,7 +71,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
           registry(registry),
           settings(settings),
           posting(std::move(posting_context)),
-          vault(std::make_shared<structs::Vault>()),
+          vault(std::move(credentials)),
           login(std::move(login)),
           api(io.get_executor(), vault, this->login, configs::client_settings(settings)),
           env{registry, settings, actions::lifecycles::asap, [] { return actions::Clock::now(); },
@@ -94,7 +94,6 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
                         indexing.get()),
           observation(io, executor, api, registry, std::move(scope), orchestration, indexing.get()),
           applier(io, api, settings, observation.insights()) {
-        vault->populate(std::move(credentials));
         start_peering(std::move(identity));
         queues.on_hold_over([this](const std::string& key) { hold_over(key); });
         env.client = &client;
@@ -541,13 +540,13 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
 ResourceServing::ResourceServing(asio::io_context& io, kopf::Executor& executor,
                                  const Registry& registry, const OperatorSettings& settings,
                                  std::shared_ptr<PostingContext> posting, NamespaceScope scope,
-                                 std::map<std::string, ConnectionInfo> credentials,
+                                 std::shared_ptr<structs::Vault> vault,
                                  std::function<std::map<std::string, ConnectionInfo>()> login,
                                  std::shared_ptr<kopf::detail::IndicesData> indices,
                                  std::shared_ptr<Memo> memo,
                                  std::shared_ptr<engines::Metrics> metrics, std::string identity)
     : impl_(std::make_shared<Impl>(io, executor, registry, settings, std::move(posting),
-                                   std::move(scope), std::move(credentials), std::move(login),
+                                   std::move(scope), std::move(vault), std::move(login),
                                    std::move(indices), std::move(memo), std::move(metrics),
                                    std::move(identity))) {
     impl_->anchor();

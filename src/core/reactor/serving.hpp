@@ -29,6 +29,10 @@ namespace kopf::clients {
 class ApiClient;
 }  // namespace kopf::clients
 
+namespace kopf::structs {
+class Vault;
+}  // namespace kopf::structs
+
 namespace kopf::runtime {
 
 class PostingContext;
@@ -46,15 +50,16 @@ namespace kopf::runtime {
 
 class ResourceServing {
   public:
-    // `credentials`: by login handler id (the highest priority is used first; on a 401, the
-    // next). `login` produces fresh credentials when none is left.
+    // `vault`: the credentials by login handler id (the highest priority is used first; on a
+    // 401, the next), shared with the operator's caller. `login` produces fresh credentials
+    // when none is left.
     // `posting`: the operator's own Events (queue, identity, object-log hook) to post.
     // `metrics`: where the API traffic, watches, queues, handlers, daemons and indices are
     // counted; none when metrics are off.
     // `identity`: the operator's in the peerings (Kopf's format, detected when empty).
     ResourceServing(boost::asio::io_context& io, kopf::Executor& executor, const Registry& registry,
                     const OperatorSettings& settings, std::shared_ptr<PostingContext> posting,
-                    NamespaceScope scope, std::map<std::string, ConnectionInfo> credentials,
+                    NamespaceScope scope, std::shared_ptr<structs::Vault> vault,
                     std::function<std::map<std::string, ConnectionInfo>()> login,
                     std::shared_ptr<kopf::detail::IndicesData> indices = nullptr,
                     std::shared_ptr<Memo> memo = nullptr,

@@ -8,9 +8,13 @@
 #include <kopf/run.hpp>
 #include <kopf/settings.hpp>
 #include <kopf/testing.hpp>
+#include <kopf/vault.hpp>
+#include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 using namespace std::chrono_literals;
 
@@ -172,6 +176,43 @@ TEST_F(TestingKit, AFailedStartIsRethrownByStopUnlessToldNotTo) {
     }
     EXPECT_NE(runner.output().find("Ran out of valid credentials"), std::string::npos)
         << runner.output();
+}
+
+// The same operator given a vault with the cluster's credentials needs no kubeconfig and no
+// login: its login handler does not run while the vault holds usable credentials (as Kopf).
+TEST_F(TestingKit, AGivenVaultIsUsedWithNoKubeconfigAndNoLogin) {
+    kopf::Registry registry;
+    auto handled = std::make_shared<std::vector<std::string>>();
+    kopf::on::create registration(registry, kopf::Selector("kopfexamples"), {.id = "create_fn"},
+                                  [handled](kopf::Context& ctx) -> kopf::json {
+                                      handled->push_back(ctx.name);
+                                      return {{"message", "with the vault"}};
+                                  });
+    auto logins = std::make_shared<int>(0);
+    kopf::on::login login(registry, {.id = "login_fn"},
+                          [logins](kopf::ActivityContext&) -> std::optional<kopf::ConnectionInfo> {
+                              ++*logins;
+                              return std::nullopt;
+                          });
+    kopf::ConnectionInfo info;
+    info.server = cluster_->url();
+    info.default_namespace = "default";
+    auto vault = std::make_shared<kopf::Vault>(
+        std::map<std::string, kopf::ConnectionInfo>{{"the-test", info}});
+    const std::string nowhere = (cluster_->kubeconfig().parent_path() / "absent").string();
+    kopf::testing::OperatorRunner runner(
+        {"run", "-A", "--standalone"},
+        {.registry = &registry, .kubeconfig = nowhere, .vault = vault});
+    ASSERT_TRUE(runner.wait_ready(30s)) << runner.output();
+    auto created = cluster_->kubectl({"apply", "-f", kSourceDir + "/examples/obj.yaml"});
+    ASSERT_EQ(created.exit_code, 0) << created.output;
+    ASSERT_TRUE(runner.wait_for_output("Handler 'create_fn' succeeded.", 30s)) << runner.output();
+    runner.stop();
+    EXPECT_EQ(runner.exit_code(), 0);
+    EXPECT_EQ(*handled, std::vector<std::string>{"kopf-example-1"});
+    EXPECT_EQ(*logins, 0);
+    EXPECT_EQ(runner.output().find("Initial authentication"), std::string::npos) << runner.output();
+    EXPECT_EQ(vault->current()->first, "the-test");
 }
 
 TEST(TestingKitApiServer, AMissingCommandIsAClearError) {

@@ -12,6 +12,7 @@
 #include <kopf/run.hpp>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -25,16 +26,34 @@ class EmbeddedCluster : public ::testing::Test {
         if (shell("command -v kubectl").empty()) GTEST_SKIP() << "kubectl is not installed";
         char name[] = "/tmp/kopf-runtime-XXXXXX";
         dir_ = mkdtemp(name);
-        kopf::apiserver::ServerOptions options;
-        options.kubeconfig_out = dir_ / "kubeconfig.yaml";
-        server_ = std::make_unique<kopf::apiserver::Server>(options);
+        server_options_.kubeconfig_out = dir_ / "kubeconfig.yaml";
+        customize_server(server_options_);
+        server_ = std::make_unique<kopf::apiserver::Server>(server_options_);
         server_->start();
-        setenv("KUBECONFIG", options.kubeconfig_out.c_str(), 1);
+        server_options_.port = server_->port();  // a restart serves at the same address
+        setenv("KUBECONFIG", server_options_.kubeconfig_out.c_str(), 1);
         kubectl("apply -f " + std::string(KOPF_SOURCE_DIR) + "/examples/crd.yaml");
     }
     void TearDown() override {
         if (server_) server_->stop();
         std::filesystem::remove_all(dir_);
+    }
+
+    // Changes to the server's options before its first start (e.g. a data_dir to keep the
+    // objects across restart_server(), a token file).
+    virtual void customize_server(kopf::apiserver::ServerOptions&) {}
+
+    // Stops the server and starts another at the same address with these options (the same
+    // ones when not given): its objects survive only with a data_dir.
+    void restart_server(std::optional<kopf::apiserver::ServerOptions> options = std::nullopt) {
+        if (options) {
+            options->port = server_options_.port;
+            server_options_ = std::move(*options);
+        }
+        server_->stop();
+        server_.reset();
+        server_ = std::make_unique<kopf::apiserver::Server>(server_options_);
+        server_->start();
     }
 
     static std::string shell(const std::string& command) {
@@ -76,6 +95,7 @@ class EmbeddedCluster : public ::testing::Test {
     }
 
     std::filesystem::path dir_;
+    kopf::apiserver::ServerOptions server_options_;
     std::unique_ptr<kopf::apiserver::Server> server_;
 };
 
