@@ -2,7 +2,7 @@
 // imperative commands (`kubectl create deployment|service|job|role|quota|...`). The body is the
 // "k8s\0" envelope around a runtime.Unknown holding the object's message; the message is decoded
 // into the JSON a JSON body would have carried, driven by the schema in protobuf_schema.inc
-// (generated from the Go struct tags of k8s.io/api by scripts/gen-protobuf-schema.py). Kinds
+// (generated from the Go struct tags of k8s.io/api by tools/gen_protobuf_schema.cpp). Kinds
 // without a schema (CRDs, custom resources) get 415 naming the kind. Responses are always JSON.
 #include <cstring>
 #include <string_view>
