@@ -76,6 +76,7 @@ std::vector<ResourcePtr> builtin_resources() {
     svc->return_deleted_object = true;
     out.push_back(svc);
     out.push_back(builtin("", "v1", "serviceaccounts", "ServiceAccount", true, {"sa"}));
+    out.push_back(builtin("", "v1", "resourcequotas", "ResourceQuota", true, {"quota"}, {}, true));
 
     auto core_events = builtin("", "v1", "events", "Event", true, {"ev"});
     core_events->storage_key = "/events";
@@ -96,6 +97,23 @@ std::vector<ResourcePtr> builtin_resources() {
                                 {"labelSelectorPath", ".status.selector"}};
         out.push_back(r);
     }
+
+    // Stored as they are (no controllers run them), so that `kubectl create job|cronjob|ingress|
+    // poddisruptionbudget|priorityclass` and operators watching these kinds have them.
+    for (auto [group, plural, kind, shortname] :
+         {std::tuple{"batch", "jobs", "Job", ""}, std::tuple{"batch", "cronjobs", "CronJob", "cj"},
+          std::tuple{"networking.k8s.io", "ingresses", "Ingress", "ing"},
+          std::tuple{"policy", "poddisruptionbudgets", "PodDisruptionBudget", "pdb"}}) {
+        std::vector<std::string> short_names;
+        if (*shortname) short_names.emplace_back(shortname);
+        std::vector<std::string> categories;
+        if (std::string_view(group) == "batch") categories.emplace_back("all");
+        auto r = builtin(group, "v1", plural, kind, true, short_names, categories, true);
+        r->has_generation = true;
+        out.push_back(r);
+    }
+    out.push_back(
+        builtin("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", false, {"pc"}));
 
     for (auto [plural, kind, namespaced] :
          {std::tuple{"roles", "Role", true}, std::tuple{"rolebindings", "RoleBinding", true},

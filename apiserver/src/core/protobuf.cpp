@@ -1,25 +1,96 @@
-// Request bodies in the Kubernetes protobuf encoding, which kubectl's typed
-// clients send for imperative commands (`kubectl create configmap|secret|
-// namespace|serviceaccount`). Only the protobuf wire format (varints and
-// length-delimited fields) is read, for the few kinds those commands create;
-// every other kind is answered with 415 naming it. Responses are always JSON.
+// Request bodies in the Kubernetes protobuf encoding, which kubectl's typed clients send for
+// imperative commands (`kubectl create deployment|service|job|role|quota|...`). The body is the
+// "k8s\0" envelope around a runtime.Unknown holding the object's message; the message is decoded
+// into the JSON a JSON body would have carried, driven by the schema in protobuf_schema.inc
+// (generated from the Go struct tags of k8s.io/api by tools/gen_protobuf_schema.cpp). Kinds
+// without a schema (CRDs, custom resources) get 415 naming the kind. Responses are always JSON.
+#include <cstring>
+#include <string_view>
+#include <unordered_map>
+
 #include "core/engine.hpp"
 
 namespace kopf::apiserver::core {
 
 namespace {
 
+// What a field holds; the special types are Kubernetes' own messages with a JSON form of their
+// own (a Quantity is a string, an IntOrString an int or a string, a Time an RFC 3339 string).
+enum class T : uint8_t {
+    String,
+    Bytes,  // base64 in JSON
+    Int,
+    Bool,
+    Double,
+    Message,
+    Quantity,
+    Time,
+    MicroTime,
+    IntOrString,
+    RawJson,  // runtime.RawExtension, metav1.FieldsV1: JSON carried as bytes
+};
+
+constexpr unsigned kRepeated = 1;  // a list
+constexpr unsigned kMap = 2;       // map<string, type>: entries with key = 1, value = 2
+constexpr unsigned kInline = 4;    // an embedded struct whose fields JSON lifts into its parent
+constexpr unsigned kKeepZero = 8;  // a pointer or a field without omitempty: JSON keeps a zero
+
+struct FieldSpec {
+    const char* message;
+    uint32_t number;
+    const char* json_name;
+    T type;
+    const char* nested;
+    unsigned flags;
+};
+
+constexpr FieldSpec kSchema[] = {
+#include "core/protobuf_schema.inc"
+};
+
+using Message = std::unordered_map<uint32_t, const FieldSpec*>;
+
+const std::unordered_map<std::string_view, Message>& schema() {
+    static const std::unordered_map<std::string_view, Message> messages = [] {
+        std::unordered_map<std::string_view, Message> out;
+        for (const FieldSpec& f : kSchema) out[f.message][f.number] = &f;
+        return out;
+    }();
+    return messages;
+}
+
+// API group -> package of k8s.io/api naming the messages.
+const char* package_of(std::string_view group) {
+    static const std::pair<std::string_view, const char*> kPackages[] = {
+        {"", "core"},
+        {"apps", "apps"},
+        {"batch", "batch"},
+        {"rbac.authorization.k8s.io", "rbac"},
+        {"networking.k8s.io", "networking"},
+        {"policy", "policy"},
+        {"scheduling.k8s.io", "scheduling"},
+        {"coordination.k8s.io", "coordination"},
+        {"events.k8s.io", "events"},
+        {"admissionregistration.k8s.io", "admissionregistration"},
+    };
+    for (const auto& [g, package] : kPackages)
+        if (g == group) return package;
+    return nullptr;
+}
+
 struct Field {
     uint32_t number = 0;
     uint32_t wire = 0;
     uint64_t varint = 0;
-    std::string_view bytes;
+    std::string_view bytes;  // length-delimited payload, or the 8/4 bytes of a fixed field
 };
 
-// Iterates over the fields of one message; throws std::runtime_error when truncated.
+// Iterates over the fields of one message; throws std::runtime_error naming `where` when the
+// message is cut short or malformed.
 class Reader {
   public:
-    explicit Reader(std::string_view data) : data_(data) {}
+    Reader(std::string_view data, std::string where)
+        : data_(data), where_(where.empty() ? "the object" : std::move(where)) {}
     bool next(Field& f) {
         if (pos_ >= data_.size()) return false;
         uint64_t key = varint();
@@ -32,246 +103,316 @@ class Reader {
                 f.varint = varint();
                 break;
             case 1:
-                skip(8);
+                f.bytes = take(8);
                 break;
             case 5:
-                skip(4);
+                f.bytes = take(4);
                 break;
-            case 2: {
-                uint64_t len = varint();
-                if (len > data_.size() - pos_) throw std::runtime_error("truncated field");
-                f.bytes = data_.substr(pos_, len);
-                pos_ += len;
+            case 2:
+                f.bytes = take(varint());
                 break;
-            }
             default:
-                throw std::runtime_error("unsupported wire type");
+                fail("unsupported wire type " + std::to_string(f.wire) + " of field " +
+                     std::to_string(f.number));
         }
+        if (f.number == 0) fail("field number 0");
         return true;
     }
-
-  private:
     uint64_t varint() {
         uint64_t value = 0;
         for (int shift = 0; shift < 64; shift += 7) {
-            if (pos_ >= data_.size()) throw std::runtime_error("truncated varint");
+            if (pos_ >= data_.size()) fail("truncated varint");
             auto b = static_cast<uint8_t>(data_[pos_++]);
             value |= static_cast<uint64_t>(b & 0x7F) << shift;
             if (!(b & 0x80)) return value;
         }
-        throw std::runtime_error("varint too long");
+        fail("varint longer than 10 bytes");
     }
-    void skip(std::size_t n) {
-        if (n > data_.size() - pos_) throw std::runtime_error("truncated field");
+    bool done() const { return pos_ >= data_.size(); }
+
+  private:
+    std::string_view take(uint64_t n) {
+        if (n > data_.size() - pos_)
+            fail("truncated field (" + std::to_string(n) + " bytes announced, " +
+                 std::to_string(data_.size() - pos_) + " left)");
+        std::string_view out = data_.substr(pos_, n);
         pos_ += n;
+        return out;
+    }
+    [[noreturn]] void fail(const std::string& what) const {
+        throw std::runtime_error(what + " in " + where_);
     }
     std::string_view data_;
     std::size_t pos_ = 0;
+    std::string where_;
 };
 
-std::string str(std::string_view v) {
-    return std::string(v);
-}
-
-// map<string, string|bytes> entries: key = 1, value = 2.
-void map_entry(std::string_view entry, json& target, bool bytes_value) {
-    Reader r(entry);
-    Field f;
-    std::string key, value;
-    while (r.next(f)) {
-        if (f.number == 1) key = str(f.bytes);
-        if (f.number == 2) value = str(f.bytes);
+const char* wire_name(uint32_t wire) {
+    switch (wire) {
+        case 0:
+            return "varint";
+        case 1:
+            return "fixed64";
+        case 2:
+            return "length-delimited";
+        default:
+            return "fixed32";
     }
-    target[key] = bytes_value ? base64_encode(value) : value;
 }
 
-std::string time_of(std::string_view msg) {
-    Reader r(msg);
-    Field f;
-    int64_t seconds = 0;
-    while (r.next(f))
-        if (f.number == 1) seconds = static_cast<int64_t>(f.varint);
+std::string rfc3339(int64_t seconds, const std::string& where, int micros = -1) {
     std::time_t t = seconds;
     std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
+    if (seconds < -62135596800 || seconds > 253402300799 || !gmtime_r(&t, &tm))
+        throw std::runtime_error("timestamp out of range in " + where);
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    std::string out = buf;
+    if (micros >= 0) {
+        std::snprintf(buf, sizeof buf, ".%06d", micros);
+        out += buf;
+    }
+    return out + "Z";
 }
 
-json owner_reference(std::string_view msg) {
-    json ref = json::object();
-    Reader r(msg);
-    Field f;
-    while (r.next(f)) {
-        switch (f.number) {
-            case 1:
-                ref["kind"] = str(f.bytes);
-                break;
-            case 3:
-                ref["name"] = str(f.bytes);
-                break;
-            case 4:
-                ref["uid"] = str(f.bytes);
-                break;
-            case 5:
-                ref["apiVersion"] = str(f.bytes);
-                break;
-            case 6:
-                ref["controller"] = f.varint != 0;
-                break;
-            case 7:
-                ref["blockOwnerDeletion"] = f.varint != 0;
-                break;
-            default:
-                break;
+class Decoder {
+  public:
+    json message(std::string_view bytes, std::string_view name, const std::string& where,
+                 int depth) {
+        json obj = json::object();
+        into(obj, bytes, name, where, depth);
+        return obj;
+    }
+
+  private:
+    void into(json& obj, std::string_view bytes, std::string_view name, const std::string& where,
+              int depth) {
+        if (depth > 64) throw std::runtime_error("messages nested too deeply in " + where);
+        const auto& messages = schema();
+        auto found = messages.find(name);
+        Reader r(bytes, where);
+        Field f;
+        while (r.next(f)) {
+            // Unknown fields are skipped, as protobuf readers do (newer clients, other kinds).
+            if (found == messages.end()) continue;
+            auto spec = found->second.find(f.number);
+            if (spec == found->second.end()) continue;
+            field(obj, *spec->second, f, where, depth);
         }
     }
-    return ref;
-}
 
-json object_meta(std::string_view msg) {
-    json meta = json::object();
-    Reader r(msg);
-    Field f;
-    while (r.next(f)) {
-        switch (f.number) {
-            case 1:
-                meta["name"] = str(f.bytes);
-                break;
-            case 2:
-                meta["generateName"] = str(f.bytes);
-                break;
-            case 3:
-                meta["namespace"] = str(f.bytes);
-                break;
-            case 5:
-                meta["uid"] = str(f.bytes);
-                break;
-            case 6:
-                meta["resourceVersion"] = str(f.bytes);
-                break;
-            case 7:
-                meta["generation"] = static_cast<int64_t>(f.varint);
-                break;
-            case 8:
-                meta["creationTimestamp"] = time_of(f.bytes);
-                break;
-            case 11:
-                map_entry(f.bytes, meta["labels"], false);
-                break;
-            case 12:
-                map_entry(f.bytes, meta["annotations"], false);
-                break;
-            case 13:
-                meta["ownerReferences"].push_back(owner_reference(f.bytes));
-                break;
-            case 14:
-                meta["finalizers"].push_back(str(f.bytes));
-                break;
-            default:
-                break;  // managedFields, selfLink, deletion fields: server-owned
-        }
-    }
-    // Protobuf carries empty strings and zeros that JSON omits (omitempty): drop them, or they
-    // would count as fields the writer set (managedFields).
-    for (const char* key : {"name", "generateName", "namespace", "uid", "resourceVersion"})
-        if (meta.contains(key) && meta[key] == "") meta.erase(key);
-    if (meta.contains("generation") && meta["generation"] == 0) meta.erase("generation");
-    return meta;
-}
-
-json name_reference(std::string_view msg, bool full) {
-    json ref = json::object();
-    Reader r(msg);
-    Field f;
-    while (r.next(f)) {
-        if (!full && f.number == 1) ref["name"] = str(f.bytes);
-        if (full && f.number == 1) ref["kind"] = str(f.bytes);
-        if (full && f.number == 2) ref["namespace"] = str(f.bytes);
-        if (full && f.number == 3) ref["name"] = str(f.bytes);
-        if (full && f.number == 4) ref["uid"] = str(f.bytes);
-        if (full && f.number == 5) ref["apiVersion"] = str(f.bytes);
-    }
-    return ref;
-}
-
-json decode_kind(const std::string& kind, std::string_view raw) {
-    json obj = json::object();
-    Reader r(raw);
-    Field f;
-    while (r.next(f)) {
-        if (f.number == 1 && f.wire == 2) {
-            obj["metadata"] = object_meta(f.bytes);
-            continue;
-        }
-        if (kind == "ConfigMap") {
-            if (f.number == 2) map_entry(f.bytes, obj["data"], false);
-            if (f.number == 3) map_entry(f.bytes, obj["binaryData"], true);
-            if (f.number == 4) obj["immutable"] = f.varint != 0;
-        } else if (kind == "Secret") {
-            if (f.number == 2) map_entry(f.bytes, obj["data"], true);
-            if (f.number == 3) obj["type"] = str(f.bytes);
-            if (f.number == 4) map_entry(f.bytes, obj["stringData"], false);
-            if (f.number == 5) obj["immutable"] = f.varint != 0;
-        } else if (kind == "Namespace") {
-            if (f.number == 2) {
-                Reader spec(f.bytes);
-                Field s;
-                obj["spec"]["finalizers"] = json::array();
-                while (spec.next(s))
-                    if (s.number == 1) obj["spec"]["finalizers"].push_back(str(s.bytes));
+    void field(json& obj, const FieldSpec& spec, const Field& f, const std::string& where,
+               int depth) {
+        std::string path = where.empty() ? spec.json_name : where + "." + spec.json_name;
+        if (spec.flags & kInline) {
+            expect(f, 2, path);
+            into(obj, f.bytes, spec.nested, where, depth + 1);
+        } else if (spec.flags & kMap) {
+            expect(f, 2, path);
+            Reader entry(f.bytes, path);
+            Field e;
+            std::string key;
+            json item = zero(spec.type);
+            while (entry.next(e)) {
+                if (e.number == 1) {
+                    expect(e, 2, path);
+                    key = e.bytes;
+                } else if (e.number == 2) {
+                    item = value(spec, e, path, depth);
+                }
             }
-        } else if (kind == "ServiceAccount") {
-            if (f.number == 2) obj["secrets"].push_back(name_reference(f.bytes, true));
-            if (f.number == 3) obj["imagePullSecrets"].push_back(name_reference(f.bytes, false));
-            if (f.number == 4) obj["automountServiceAccountToken"] = f.varint != 0;
+            obj[spec.json_name][key] = std::move(item);
+        } else if (spec.flags & kRepeated) {
+            json& list = obj[spec.json_name];
+            if (!list.is_array()) list = json::array();
+            std::string item_path = path + "[" + std::to_string(list.size()) + "]";
+            if (f.wire == 2 && (spec.type == T::Int || spec.type == T::Bool)) {
+                Reader packed(f.bytes, item_path);  // packed scalars
+                while (!packed.done()) {
+                    uint64_t v = packed.varint();
+                    list.push_back(spec.type == T::Bool ? json(v != 0)
+                                                        : json(static_cast<int64_t>(v)));
+                }
+            } else {
+                list.push_back(value(spec, f, item_path, depth));
+            }
+        } else {
+            json v = value(spec, f, path, depth);
+            if (!(spec.flags & kKeepZero) && is_zero(spec.type, v))
+                obj.erase(spec.json_name);
+            else
+                obj[spec.json_name] = std::move(v);
         }
     }
-    return obj;
+
+    json value(const FieldSpec& spec, const Field& f, const std::string& path, int depth) {
+        switch (spec.type) {
+            case T::String:
+                expect(f, 2, path);
+                return std::string(f.bytes);
+            case T::Bytes:
+                expect(f, 2, path);
+                return base64_encode(std::string(f.bytes));
+            case T::Int:
+                expect(f, 0, path);
+                return static_cast<int64_t>(f.varint);
+            case T::Bool:
+                expect(f, 0, path);
+                return f.varint != 0;
+            case T::Double: {
+                expect(f, 1, path);
+                uint64_t bits = 0;
+                for (int i = 7; i >= 0; --i)
+                    bits = bits << 8 | static_cast<uint8_t>(f.bytes[static_cast<std::size_t>(i)]);
+                double d = 0;
+                std::memcpy(&d, &bits, sizeof d);
+                return d;
+            }
+            case T::Message:
+                expect(f, 2, path);
+                return message(f.bytes, spec.nested, path, depth + 1);
+            default:
+                expect(f, 2, path);
+                return special(spec.type, f.bytes, path);
+        }
+    }
+
+    // Quantity {string = 1}; Time/MicroTime {seconds = 1, nanos = 2}, empty when zero (JSON
+    // null); IntOrString {type = 1, intVal = 2, strVal = 3}; RawExtension/FieldsV1 {raw = 1}.
+    static json special(T type, std::string_view bytes, const std::string& path) {
+        Reader r(bytes, path);
+        Field f;
+        std::string text;    // field 1 (Quantity, raw JSON) or 3 (IntOrString's strVal)
+        int64_t first = 0;   // seconds, or IntOrString's type (1: string)
+        int64_t second = 0;  // nanos, or IntOrString's intVal
+        bool any = false;
+        while (r.next(f)) {
+            any = true;
+            if (f.wire == 0 && f.number == 1) first = static_cast<int64_t>(f.varint);
+            if (f.wire == 0 && f.number == 2) second = static_cast<int64_t>(f.varint);
+            if (f.wire == 2 && f.number == (type == T::IntOrString ? 3U : 1U)) text = f.bytes;
+        }
+        switch (type) {
+            case T::Quantity:
+                return text.empty() ? "0" : text;
+            case T::Time:
+                return any ? json(rfc3339(first, path)) : json(nullptr);
+            case T::MicroTime:
+                if (second < 0 || second > 999999999)
+                    throw std::runtime_error("nanoseconds out of range in " + path);
+                return any ? json(rfc3339(first, path, static_cast<int>(second / 1000)))
+                           : json(nullptr);
+            case T::IntOrString:
+                if (first == 1) return text;
+                return static_cast<int32_t>(second);
+            default: {
+                if (text.empty()) return nullptr;
+                json parsed = json::parse(text, nullptr, false);
+                if (parsed.is_discarded())
+                    throw std::runtime_error("the raw object in " + path + " is not JSON");
+                return parsed;
+            }
+        }
+    }
+
+    static void expect(const Field& f, uint32_t wire, const std::string& path) {
+        if (f.wire != wire)
+            throw std::runtime_error(std::string("field ") + path + " is " + wire_name(f.wire) +
+                                     " where " + wire_name(wire) + " was expected");
+    }
+
+    static json zero(T type) {
+        switch (type) {
+            case T::Int:
+            case T::Double:
+                return 0;
+            case T::Bool:
+                return false;
+            case T::Message:
+                return json::object();
+            case T::Quantity:
+                return "0";
+            case T::Time:
+            case T::MicroTime:
+            case T::RawJson:
+                return nullptr;
+            default:
+                return "";
+        }
+    }
+
+    static bool is_zero(T type, const json& v) {
+        switch (type) {
+            case T::String:
+            case T::Bytes:
+                return v == "";
+            case T::Int:
+            case T::Double:
+                return v == 0;
+            case T::Bool:
+                return v == false;
+            default:
+                return false;  // structs are always written by Go's JSON (omitempty or not)
+        }
+    }
+};
+
+ApiError unsupported(const std::string& what) {
+    return api_error(415, "UnsupportedMediaType",
+                     "the body of the request was in an unknown format - accepted media types "
+                     "include: application/json, application/yaml (protobuf is accepted for the "
+                     "built-in kinds only; got " +
+                         what + ")");
 }
 
 }  // namespace
 
 json decode_protobuf_body(const std::string& body) {
     static const std::string magic("k8s\0", 4);
-    auto unsupported = [](const std::string& what) {
-        return api_error(415, "UnsupportedMediaType",
-                         "the body of the request was in an unknown format - accepted media "
-                         "types include: application/json, application/yaml (protobuf is "
-                         "accepted only for ConfigMap, Secret, Namespace and ServiceAccount; "
-                         "got " +
-                             what + ")");
-    };
     if (body.compare(0, magic.size(), magic) != 0)
         throw bad_request("the protobuf body does not start with the Kubernetes envelope");
+    std::string api_version, kind;
     try {
-        Reader envelope(std::string_view(body).substr(magic.size()));
+        const std::string where = "the envelope";
+        Reader envelope(std::string_view(body).substr(magic.size()), where);
         Field f;
-        std::string api_version, kind;
         std::string_view raw;
         while (envelope.next(f)) {
-            if (f.number == 1) {
-                Reader type_meta(f.bytes);
+            if (f.number == 1 && f.wire == 2) {
+                const std::string type_meta_where = "the envelope's TypeMeta";
+                Reader type_meta(f.bytes, type_meta_where);
                 Field t;
                 while (type_meta.next(t)) {
-                    if (t.number == 1) api_version = str(t.bytes);
-                    if (t.number == 2) kind = str(t.bytes);
+                    if (t.number == 1 && t.wire == 2) api_version = t.bytes;
+                    if (t.number == 2 && t.wire == 2) kind = t.bytes;
                 }
-            } else if (f.number == 2) {
+            } else if (f.number == 2 && f.wire == 2) {
                 raw = f.bytes;
             }
         }
-        if (api_version != "v1" || (kind != "ConfigMap" && kind != "Secret" &&
-                                    kind != "Namespace" && kind != "ServiceAccount"))
+        std::string group, version = api_version;
+        if (auto slash = api_version.find('/'); slash != std::string::npos) {
+            group = api_version.substr(0, slash);
+            version = api_version.substr(slash + 1);
+        }
+        const char* package = package_of(group);
+        std::string name = std::string(package ? package : "") + "/" + version + "." + kind;
+        if (!package || kind.empty() || !schema().count(name))
             throw unsupported(api_version + ", Kind=" + kind);
-        json obj = decode_kind(kind, raw);
+        json obj = Decoder().message(raw, name, "", 0);
         obj["apiVersion"] = api_version;
         obj["kind"] = kind;
         if (!obj.contains("metadata")) obj["metadata"] = json::object();
+        try {
+            (void)obj.dump();
+        } catch (const json::type_error&) {
+            throw std::runtime_error("a string of the " + kind + " is not valid UTF-8");
+        }
         return obj;
     } catch (const std::runtime_error& e) {
-        throw bad_request(std::string("couldn't decode the protobuf request body: ") + e.what());
+        throw bad_request("couldn't decode the " + (kind.empty() ? "object" : kind) +
+                          " in the protobuf request body: " + e.what());
     }
 }
 
