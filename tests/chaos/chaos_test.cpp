@@ -47,6 +47,7 @@
 #include "e2e/support/e2e.hpp"
 #include "net/certificates.hpp"
 #include "net/kubeconfig.hpp"
+#include "sanitizers.hpp"
 #include "structs/credentials.hpp"
 
 namespace kopf::chaos {
@@ -61,7 +62,7 @@ double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KOPF_UNDER_ADDRESS_SANITIZER)
 constexpr int kDefaultObjects = 60;
 #else
 constexpr int kDefaultObjects = 300;

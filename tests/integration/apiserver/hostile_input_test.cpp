@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "integration/apiserver/support/harness.hpp"
+#include "sanitizers.hpp"
 
 namespace kopf::apiserver::testing {
 namespace {
@@ -48,7 +49,7 @@ std::string widget_nested(int depth, const std::string& name) {
 
 // Under AddressSanitizer, freed memory stays in its quarantine (256 MiB by default) and counts
 // in the RSS: the memory bounds allow for it.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KOPF_UNDER_ADDRESS_SANITIZER)
 constexpr long kFreedMemoryKeptKib = 256 * 1024;
 #else
 constexpr long kFreedMemoryKeptKib = 0;
