@@ -3,11 +3,11 @@
 # and clang-tidy's checks (on the library files changed since .ci/tidy-baseline); builds the
 # optimised tree (g++) with the tests that need an optimised build (the Debian package's, the
 # container image's, the benchmark's smoke run), builds and installs its Debian package and runs
-# those tests; builds the library, the libFuzzer targets and the parsers' unit tests with
-# clang-16 (ASan+UBSan) and runs them, each fuzz target for a bounded time (ctest label `fuzz`);
-# with KOPF_TSAN=1, builds the tests of threads and the loop under ThreadSanitizer (g++) and runs
-# them; then builds every test under AddressSanitizer+UndefinedBehaviorSanitizer (g++) and runs
-# them all (that summary is the last line). `ctest --preset default` in a tree configured without
+# those tests while it builds the library, the libFuzzer targets and the parsers' unit tests
+# with clang-16 (ASan+UBSan); runs those, each fuzz target for a bounded time (ctest label
+# `fuzz`); builds the tests of threads and the loop under ThreadSanitizer (g++) and runs them;
+# then builds every test under AddressSanitizer+UndefinedBehaviorSanitizer (g++) and runs them
+# all (that summary is the last line). `ctest --preset default` in a tree configured without
 # KOPF_TESTS_ONLY runs every test optimised, as developers do.
 set -eu
 cd "$(dirname "$0")/.."
@@ -25,20 +25,27 @@ phase cmake --preset default -DKOPF_TEST_DIRS= \
 phase ./scripts/check-tidy.sh build
 phase cmake --build --preset default
 phase ./scripts/install-package.sh build
-phase ctest --preset default
+# The optimised tree's three tests wait on the processes they start more than they compute: they
+# run while the fuzz tree builds, their output shown once both are done.
+default_log=build/ctest-default.log
+ctest --preset default > "$default_log" 2>&1 &
+default_tests=$!
 
 phase cmake --preset fuzz
 phase cmake --build --preset fuzz
+t0=$(date +%s)
+if ! wait "$default_tests"; then
+  cat "$default_log"
+  echo "test.sh: the optimised tree's tests failed (above)"
+  exit 1
+fi
+cat "$default_log"
+echo "test.sh: [$(( $(date +%s) - t0 )) s more, $(( $(date +%s) - start )) s in all] ctest --preset default (alongside the fuzz build)"
 phase ctest --preset fuzz
 
-# ThreadSanitizer's tree (the library again, and the tests of threads and the loop) costs some
-# five minutes of CI's two cores, which its 40-minute budget no longer has: it runs when asked
-# (KOPF_TSAN=1 scripts/test.sh, or its three commands in docs/testing.md).
-if [ "${KOPF_TSAN:-0}" = 1 ]; then
-  phase cmake --preset tsan
-  phase cmake --build --preset tsan
-  phase ctest --preset tsan
-fi
+phase cmake --preset tsan
+phase cmake --build --preset tsan
+phase ctest --preset tsan
 
 phase cmake --preset asan
 phase cmake --build --preset asan
