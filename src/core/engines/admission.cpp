@@ -51,6 +51,7 @@ struct Review {
     Resource resource;
     std::string operation;
     std::string subresource;
+    bool dry_run = false;
     const json* old = nullptr;  // none when absent or null
     const json* new_ = nullptr;
     const json* body = nullptr;  // new, else old
@@ -99,6 +100,14 @@ Review parse_review(const std::string& text) {
     review.resource.namespaced = !string_at(*request, "namespace").empty();
     review.operation = string_at(*request, "operation");
     review.subresource = string_at(*request, "subResource");  // absent or "": the main resource
+    if (const auto dry_run = request->find("dryRun"); dry_run != request->end()) {
+        if (!dry_run->is_boolean() && !dry_run->is_null()) {
+            throw WebhookError(400, fmt::format("The AdmissionReview request's dryRun is not a "
+                                                "boolean: {}.",
+                                                dry_run->dump().substr(0, 100)));
+        }
+        review.dry_run = dry_run->is_boolean() && dry_run->get<bool>();
+    }
     const auto userinfo = request->find("userInfo");
     if (userinfo == request->end() || !userinfo->is_object()) {
         throw WebhookError(400, "User info is missing from the admission request.");
@@ -166,7 +175,7 @@ AdmissionContext make_context(const AdmissionEnv& env, RequestState& state,
     const json& rq = *review.request;
     return AdmissionContext{
         base,
-        rq.value("dryRun", false),
+        review.dry_run,
         {},
         rq.value("userInfo", json::object()),
         headers_of(request),
@@ -264,8 +273,10 @@ json build_json_patch(const json& body, const Patch& patch) {
 
 json build_response(const json& review, const std::vector<AdmissionFailure>& failures,
                     const std::vector<std::string>& warnings, const json& jsonpatch) {
-    const json request = review.value("request", json::object());
-    json response = {{"uid", request.is_object() ? request.value("uid", "") : ""},
+    // Also for reviews refused as malformed: nothing here may assume a field's type.
+    const auto request = review.is_object() ? review.find("request") : review.end();
+    const bool has_request = review.is_object() && request != review.end();
+    json response = {{"uid", has_request ? string_at(*request, "uid") : std::string()},
                      {"allowed", failures.empty()}};
     if (!warnings.empty()) response["warnings"] = warnings;
     if (jsonpatch.is_array() && !jsonpatch.empty()) {
@@ -278,8 +289,10 @@ json build_response(const json& review, const std::vector<AdmissionFailure>& fai
             [](const AdmissionFailure& a, const AdmissionFailure& b) { return a.rank < b.rank; });
         response["status"] = {{"message", first->message}, {"code", first->code}};
     }
-    return json{{"apiVersion", review.value("apiVersion", "admission.k8s.io/v1")},
-                {"kind", review.value("kind", "AdmissionReview")},
+    std::string api_version = string_at(review, "apiVersion");
+    if (api_version.empty()) api_version = "admission.k8s.io/v1";
+    return json{{"apiVersion", std::move(api_version)},
+                {"kind", "AdmissionReview"},
                 {"response", std::move(response)}};
 }
 

@@ -314,7 +314,11 @@ TEST_F(Admission, BadRequestsAreAnsweredAndLoggedNamingTheProblem) {
     v2["apiVersion"] = "admission.k8s.io/v2";
     json not_a_review = review("CREATE", example());
     not_a_review["kind"] = "ConfigMap";
+    // Found by the fuzzer: a dryRun that is not a boolean made the engine throw.
+    json odd_dry_run = review("CREATE", example());
+    odd_dry_run["request"]["dryRun"] = {{"nested", true}};
     const std::vector<std::pair<std::string, std::string>> cases = {
+        {odd_dry_run.dump(), R"(dryRun is not a boolean: {"nested":true})"},
         {"{not json", "not a JSON object"},
         {"[1, 2]", "not a JSON object"},
         {not_a_review.dump(), "kind is 'ConfigMap'"},
