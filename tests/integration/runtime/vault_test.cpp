@@ -63,6 +63,25 @@ class GivenVault : public kopf::testing::EmbeddedCluster {
         return path;
     }
 
+    // A login handler handing out the store's current token for this server (Kopf's
+    // `@kopf.on.login` reading a secret store), registered for the test's operator.
+    std::unique_ptr<kopf::on::login> login_from(kopf::Registry& registry,
+                                                std::shared_ptr<TokenStore> tokens,
+                                                std::string default_namespace = "") const {
+        return std::make_unique<kopf::on::login>(
+            registry, kopf::ActivityOptions{.id = "login_fn"},
+            [tokens = std::move(tokens), server = server_->url(),
+             default_namespace = std::move(default_namespace)](
+                kopf::ActivityContext&) -> std::optional<ConnectionInfo> {
+                ConnectionInfo info;
+                info.server = server;
+                info.scheme = "Bearer";
+                info.token = tokens->take();
+                info.default_namespace = default_namespace;
+                return info;
+            });
+    }
+
     // The credentials an application builds for itself.
     ConnectionInfo app_credentials(const std::string& token, int priority = 0) const {
         ConnectionInfo info;
@@ -165,16 +184,7 @@ TEST_F(GivenVault, LoginHandlersRunOnlyOnceTheApplicationInvalidatesTheGivenCred
     auto creations = handle_creations(registry);
     auto tokens = std::make_shared<TokenStore>();
     tokens->set("token-one");
-    const std::string server = server_->url();
-    kopf::on::login login(
-        registry, {.id = "login_fn"},
-        [tokens, server](kopf::ActivityContext&) -> std::optional<ConnectionInfo> {
-            ConnectionInfo info;
-            info.server = server;
-            info.token = tokens->take();
-            info.default_namespace = "from-login";
-            return info;
-        });
+    auto login = login_from(registry, tokens, "from-login");
     auto vault = std::make_shared<kopf::Vault>(std::map<std::string, ConnectionInfo>{
         {"app", app_credentials("token-one", 5)}, {"app-backup", app_credentials("token-one")}});
 
@@ -210,15 +220,7 @@ TEST_F(GivenVault, RefusedCredentialsOfTheGivenVaultAreRenewedByTheLoginHandlers
     auto creations = handle_creations(registry);
     auto tokens = std::make_shared<TokenStore>();
     tokens->set("token-one");
-    const std::string server = server_->url();
-    kopf::on::login login(
-        registry, {.id = "login_fn"},
-        [tokens, server](kopf::ActivityContext&) -> std::optional<ConnectionInfo> {
-            ConnectionInfo info;
-            info.server = server;
-            info.token = tokens->take();
-            return info;
-        });
+    auto login = login_from(registry, tokens);
     auto vault = std::make_shared<kopf::Vault>(
         std::map<std::string, ConnectionInfo>{{"app", app_credentials("revoked-token")}});
 
@@ -305,16 +307,7 @@ TEST_F(GivenVaultAcrossRestarts, CredentialsRefusedAfterARestartWithAnotherToken
     kopf::Registry registry;
     auto creations = handle_creations(registry);
     auto tokens = std::make_shared<TokenStore>();
-    const std::string server = server_->url();
-    kopf::on::login login(
-        registry, {.id = "login_fn"},
-        [tokens, server](kopf::ActivityContext&) -> std::optional<ConnectionInfo> {
-            ConnectionInfo info;
-            info.server = server;
-            info.scheme = "Bearer";
-            info.token = tokens->take();
-            return info;
-        });
+    auto login = login_from(registry, tokens);
     auto vault = std::make_shared<kopf::Vault>(
         std::map<std::string, ConnectionInfo>{{"app", app_credentials("token-one")}});
     kopf::testing::OperatorThread operator_thread(run_options(registry, vault));
