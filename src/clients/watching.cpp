@@ -75,7 +75,11 @@ struct ApiClient::Watcher {
 
     bool stopped() const { return request.stop && request.stop->stopped(); }
 
+    // A stopped watch delivers nothing more, even what it had read already: its owner may have
+    // dropped what it knew of the watched objects when stopping it (a paused standby does), and
+    // an event arriving after that would bring back an object deleted meanwhile.
     void deliver(WatchEvent&& event) {
+        if (stopped()) return;
         try {
             request.on_event(std::move(event));
         } catch (...) {
@@ -134,7 +138,7 @@ struct ApiClient::Watcher {
                                    settings.list_page_size, std::move(deliver_listed));
                 resource_version = co_await std::move(listing);
                 listed = true;
-                if (request.on_listed) request.on_listed();
+                if (request.on_listed && !stopped()) request.on_listed();
             }
             std::vector<std::pair<std::string, std::string>> params{
                 {"watch", "true"},
