@@ -382,6 +382,7 @@ namespace {
 // Each patch's answer is the freshest state of the object we know.
 void remember_patched(ApplyResult& result, PatchResult& patched) {
     if (!patched.resource_version) return;
+    if (result.resource_version) result.earlier_versions.push_back(*result.resource_version);
     result.resource_version = std::move(patched.resource_version);
     result.patched_object = std::move(patched.object);
 }
@@ -390,7 +391,8 @@ void remember_patched(ApplyResult& result, PatchResult& patched) {
 
 Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
                                 const Resource& resource, ResourceMemory& memory,
-                                ProcessingOutcome& outcome) {
+                                ProcessingOutcome& outcome,
+                                std::function<void(const std::string&)> on_superseded_write) {
     ApplyResult result;
     if (outcome.gone) co_return result;
     Logger& logger = object_logger(env, memory, outcome.body);
@@ -406,14 +408,18 @@ Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
         stripped_patch = outcome.body_merge_patch(resource);
         body_patch = &stripped_patch;
     }
+    json status_patch = outcome.status_merge_patch(resource);
     if (!body_patch->empty()) {
         if (logger.enabled_for(LogLevel::DEBUG))
             logger.debug("Patching with: {}", shown_in_log(resource, *body_patch));
         auto r = co_await applier.merge_patch(resource, outcome.body, *body_patch, false);
         if (!r.found) co_return result;
+        // (Event handlers see every event, our own writes' included.)
+        if (on_superseded_write && r.resource_version && !status_patch.is_null() &&
+            !has_event_handlers(env, resource))
+            on_superseded_write(*r.resource_version);
         remember_patched(result, r);
     }
-    json status_patch = outcome.status_merge_patch(resource);
     if (!status_patch.is_null()) {
         if (logger.enabled_for(LogLevel::DEBUG))
             logger.debug("Patching the status with: {}", shown_in_log(resource, status_patch));

@@ -124,6 +124,9 @@ class PatchApplier {
 struct ApplyResult {
     bool applied = false;  ///< nothing to patch and nothing delayed: the cycle is finished
     std::optional<std::string> resource_version;  ///< of our last successful patch
+    /// The versions our earlier patches of this cycle made (the body's, before the status'):
+    /// their watch events are our own writes, superseded by the last one's.
+    std::vector<std::string> earlier_versions;
     std::string patched_object;  ///< the object as that patch's answer showed it (JSON text)
     std::optional<double> wakeup_after;  ///< sleep this long, then touch() (if no events)
     /// Processing the watch event of our own last patch would change nothing: the patch touched
@@ -136,9 +139,12 @@ struct ApplyResult {
 
 /// Apply the outcome in Kopf's order: body merge patch, status merge patch, JSON patch.
 /// A conflict of the guarded JSON patch keeps its transformations in `memory` for the next event.
+/// `on_superseded_write` is told the version of the body patch when the status patch follows
+/// it, before that is sent (so that the runtime can drop the body patch's echo unparsed).
 Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
                                 const Resource& resource, ResourceMemory& memory,
-                                ProcessingOutcome& outcome);
+                                ProcessingOutcome& outcome,
+                                std::function<void(const std::string&)> on_superseded_write = {});
 
 /// The touch-dummy patch that provokes a watch event after a delay (Kopf's touch()).
 json touch_patch(const OperatorSettings& settings, const json& body, actions::TimePoint now);

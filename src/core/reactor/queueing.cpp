@@ -74,6 +74,12 @@ bool ObjectQueues::push(const std::string& key, json event) {
             process(key, worker);
             break;
         case State::consistency:
+            if (version && std::erase(worker.expected_earlier, *version) > 0) {
+                // Our earlier write of the cycle, delivered after our last patch's answer: it
+                // is superseded by the expected event, which is still due.
+                worker.latest.reset();
+                break;
+            }
             forget_noop_echo(key, worker);
             // Our own patch has arrived: the object is consistent with what we wrote.
             if (version && version == worker.expected_version) {
@@ -106,6 +112,8 @@ void ObjectQueues::process(const std::string& key, Worker& worker) {
     worker.state = State::busy;
     renew_generation(worker);
     worker.expected_version.reset();
+    worker.expected_earlier.clear();
+    if (!worker.superseded_echoes.empty()) forget_superseded_echoes(key, worker);
     worker.expected_object.clear();
     worker.expected_is_noop = false;
     worker.processing_version = resource_version_of(*worker.latest);
@@ -145,10 +153,18 @@ void ObjectQueues::on_done(const std::string& key, Worker& worker, Processed pro
         });
         return;
     }
+    // The events of our earlier patches of this cycle are our own writes, superseded by our
+    // last patch's event: they count as nothing that came (the status subresource's cycle
+    // writes twice, and the first write's event arrives while the second is under way).
+    auto& seen = worker.seen_versions;
+    const std::size_t seen_at_all = seen.size();
+    worker.expected_earlier.clear();  // those whose events have not come yet
+    for (auto& own : processed.earlier_versions) {
+        if (std::erase(seen, own) == 0) worker.expected_earlier.push_back(std::move(own));
+    }
     // Consistent if our patch's version passed by while we were busy (as Kopf, which looks for
     // it in the batch), even if newer events came after it; or if the patch wrote nothing
     // (the answer shows the version we processed).
-    const auto& seen = worker.seen_versions;
     const auto seen_at = version ? std::find(seen.begin(), seen.end(), *version) : seen.end();
     const bool wrote_nothing = version && version == worker.processing_version;
     const bool version_seen = wrote_nothing || seen_at != seen.end();
@@ -157,6 +173,8 @@ void ObjectQueues::on_done(const std::string& key, Worker& worker, Processed pro
     if (echo_is_noop && !wrote_nothing && seen.size() == 1 && seen_at == seen.begin()) {
         worker.latest.reset();
     }
+    // Only our earlier writes came: the event held is one of them, older than our last patch.
+    if (seen.empty() && seen_at_all > 0 && !worker.seen_truncated) worker.latest.reset();
     const bool nothing_came = seen.empty() && !worker.seen_truncated;
     worker.seen_versions.clear();
     worker.seen_truncated = false;
@@ -177,8 +195,58 @@ void ObjectQueues::on_done(const std::string& key, Worker& worker, Processed pro
         go_idle(key, worker);
 }
 
+void ObjectQueues::expect_superseded_echo(const std::string& key, const std::string& version) {
+    const auto it = workers_.find(key);
+    if (stopping_ || it == workers_.end() || it->second.state != State::busy) return;
+    it->second.superseded_echoes.push_back(version);
+    superseded_echoes_.emplace(version, key);
+}
+
+std::optional<std::string> ObjectQueues::drop_superseded_echo(const std::string& version,
+                                                              std::string_view key_prefix) {
+    auto [echo, end] = superseded_echoes_.equal_range(version);
+    while (echo != end && !std::string_view(echo->second).starts_with(key_prefix)) ++echo;
+    if (echo == end) return std::nullopt;
+    std::string key = std::move(echo->second);
+    superseded_echoes_.erase(echo);
+    const auto it = workers_.find(key);
+    if (stopping_ || it == workers_.end()) return std::nullopt;
+    Worker& worker = it->second;
+    std::erase(worker.superseded_echoes, version);
+    switch (worker.state) {
+        case State::busy:
+            // Seen, as push() would note it, but never the latest: our later patch follows.
+            if (worker.seen_versions.size() < kSeenVersionsKept)
+                worker.seen_versions.push_back(version);
+            else
+                worker.seen_truncated = true;
+            return key;
+        case State::consistency:
+            if (std::erase(worker.expected_earlier, version) > 0) return key;
+            return std::nullopt;
+        default:
+            return std::nullopt;
+    }
+}
+
+void ObjectQueues::forget_superseded_echoes(const std::string& key, Worker& worker) {
+    for (const auto& version : worker.superseded_echoes) {
+        auto [echo, end] = superseded_echoes_.equal_range(version);
+        for (; echo != end; ++echo) {
+            if (echo->second == key) {
+                superseded_echoes_.erase(echo);
+                break;
+            }
+        }
+    }
+    worker.superseded_echoes.clear();
+}
+
 std::optional<std::string> ObjectQueues::drop_echo(const std::string& version,
                                                    std::string_view key_prefix) {
+    if (!superseded_echoes_.empty()) {
+        if (auto key = drop_superseded_echo(version, key_prefix)) return key;
+    }
     auto [echo, end] = noop_echoes_.equal_range(version);
     while (echo != end && !std::string_view(echo->second).starts_with(key_prefix)) ++echo;
     if (echo == end) return std::nullopt;
@@ -296,6 +364,9 @@ void ObjectQueues::expire_due(Deadlines& deadlines, Expire expire) {
 }
 
 void ObjectQueues::release(const std::string& key) {
+    if (const auto it = workers_.find(key);
+        it != workers_.end() && !it->second.superseded_echoes.empty())
+        forget_superseded_echoes(key, it->second);
     workers_.erase(key);  // only idle or stopping workers are released: none awaits an echo
     if (running_ > 0) --running_;
     while (!stopping_ && !waiting_.empty() && has_slot()) {

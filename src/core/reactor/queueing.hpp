@@ -41,6 +41,10 @@ class ObjectQueues {
         // withholds the patch's event past consistency_timeout, this is processed rather than
         // an older event (which would not show the handlers' successes we have just recorded).
         std::string patched_object;
+        // The versions of our earlier patches in the same cycle (the body's before the status'):
+        // their events are our own writes, not someone else's change, and the last patch's
+        // event supersedes them.
+        std::vector<std::string> earlier_versions;
         // Processing the event of the patched version would change nothing: it is dropped when
         // it arrives, unless newer events came with it.
         bool echo_is_noop = false;
@@ -66,6 +70,10 @@ class ObjectQueues {
     // are considered: versions are unique per API server, and kinds may be served by several
     // (aggregated APIs).
     std::optional<std::string> drop_echo(const std::string& version, std::string_view key_prefix);
+    // Our patch of the object being processed wrote `version`, and a later patch of the same
+    // cycle follows (the status after the body): that version's event is superseded by the
+    // later one's, and drop_echo() drops it unparsed when it comes.
+    void expect_superseded_echo(const std::string& key, const std::string& version);
     // Stops accepting events; calls `finished` once every worker is done, or after exit_timeout
     // (then the still-busy workers' results are ignored).
     void shutdown(std::function<void()> finished);
@@ -94,8 +102,10 @@ class ObjectQueues {
         State state = State::waiting_for_slot;
         std::optional<json> latest;  // the batched backlog: only the newest event matters
         std::optional<std::string> expected_version;
-        std::string expected_object;    // JSON text of the expected version (Processed)
-        bool expected_is_noop = false;  // the expected version needs no processing
+        std::string expected_object;                // JSON text of the expected version (Processed)
+        bool expected_is_noop = false;              // the expected version needs no processing
+        std::vector<std::string> expected_earlier;  // Processed::earlier_versions, still due
+        std::vector<std::string> superseded_echoes;     // expect_superseded_echo(), still due
         std::optional<std::string> processing_version;  // of the event being processed
         std::vector<std::string> seen_versions;         // of the events that came while busy
         bool seen_truncated = false;                    // more came than are kept
@@ -138,6 +148,10 @@ class ObjectQueues {
     // The event of the object as our last patch left it, if nothing newer is known.
     static std::optional<json> patched_event_if_freshest(const Worker& worker);
     void forget_noop_echo(const std::string& key, const Worker& worker);
+    void forget_superseded_echoes(const std::string& key, Worker& worker);
+    // drop_echo() of an event that expect_superseded_echo() announced.
+    std::optional<std::string> drop_superseded_echo(const std::string& version,
+                                                    std::string_view key_prefix);
     void release(const std::string& key);
     void check_finished();
 
@@ -148,6 +162,7 @@ class ObjectQueues {
     unsigned long last_generation_ = 0;
     // resourceVersion -> key of the workers whose awaited event needs no processing.
     std::unordered_multimap<std::string, std::string> noop_echoes_;
+    std::unordered_multimap<std::string, std::string> superseded_echoes_;  // version -> key
     Deadlines consistency_deadlines_;
     Deadlines idle_deadlines_;
     std::deque<std::string> waiting_;  // keys waiting for a worker slot, in arrival order

@@ -326,12 +326,17 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             objects.erase(key);
             co_return ObjectQueues::Processed{};
         }
-        auto applied =
-            co_await reactor::apply_outcome(applier, env, public_resource, memory, outcome);
+        // Named first: g++ 12 destroys argument temporaries of a co_await twice.
+        auto applying = reactor::apply_outcome(applier, env, public_resource, memory, outcome,
+                                               [this, &key](const std::string& version) {
+                                                   queues.expect_superseded_echo(key, version);
+                                               });
+        auto applied = co_await std::move(applying);
         if (applied.wakeup_after)
             schedule_touch(key, kind->api, outcome.body, *applied.wakeup_after);
         co_return ObjectQueues::Processed{.patched_version = std::move(applied.resource_version),
                                           .patched_object = std::move(applied.patched_object),
+                                          .earlier_versions = std::move(applied.earlier_versions),
                                           .echo_is_noop = applied.own_echo_is_noop,
                                           .hold = std::nullopt};
     }
