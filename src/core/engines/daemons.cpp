@@ -104,6 +104,40 @@ void ensure_views(json& body) {
     }
 }
 
+// Makes `local` equal to `latest` (in value and in type: nlohmann's == takes 1 and 1.0 for
+// equal), copying only what differs: most of an echo's body is unchanged, and a walk that
+// allocates nothing costs less than copying the tree and destroying the old one.
+void update_in_place(json& local, const json& latest) {
+    if (local.type() != latest.type() || (!latest.is_structured() && local != latest)) {
+        local = latest;
+    } else if (latest.is_object()) {
+        auto& mine = local.get_ref<json::object_t&>();
+        const auto& theirs = latest.get_ref<const json::object_t&>();
+        auto m = mine.begin();
+        for (auto t = theirs.begin(); t != theirs.end(); ++t) {
+            while (m != mine.end() && m->first < t->first) m = mine.erase(m);
+            if (m != mine.end() && m->first == t->first) {
+                update_in_place(m->second, t->second);
+            } else {
+                m = mine.emplace_hint(m, t->first, t->second);
+            }
+            ++m;
+        }
+        mine.erase(m, mine.end());
+    } else if (latest.is_array()) {
+        auto& mine = local.get_ref<json::array_t&>();
+        const auto& theirs = latest.get_ref<const json::array_t&>();
+        if (mine.size() > theirs.size()) mine.resize(theirs.size());
+        for (std::size_t i = 0; i < theirs.size(); ++i) {
+            if (i < mine.size()) {
+                update_in_place(mine[i], theirs[i]);
+            } else {
+                mine.push_back(theirs[i]);
+            }
+        }
+    }
+}
+
 // Replaces the content of `local` with `latest` without moving the nodes a context refers to
 // (the body, metadata, spec, status, labels, annotations).
 void refresh_in_place(json& local, const json& latest) {
@@ -118,7 +152,7 @@ void refresh_in_place(json& local, const json& latest) {
     }
     for (auto it = latest.begin(); it != latest.end(); ++it) {
         if (it.key() != "metadata" || !it->is_object() || !local[it.key()].is_object()) {
-            local[it.key()] = *it;
+            update_in_place(local[it.key()], *it);
             continue;
         }
         json& meta = local["metadata"];
@@ -130,7 +164,7 @@ void refresh_in_place(json& local, const json& latest) {
                 ++m;
             }
         }
-        for (auto m = it->begin(); m != it->end(); ++m) meta[m.key()] = *m;
+        for (auto m = it->begin(); m != it->end(); ++m) update_in_place(meta[m.key()], *m);
     }
     ensure_views(local);
 }

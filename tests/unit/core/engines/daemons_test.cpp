@@ -243,6 +243,54 @@ TEST(DaemonTiming, CoroutineDaemonViewsFollowTheObjectAndStayValidAcrossItsWaits
     EXPECT_EQ((*seen)[1], json({"second", "changed", ""}));
 }
 
+// The views are refreshed in place, copying only what changed: they must still equal the
+// object exactly after every kind of change (a number's type, keys gone, lists longer and
+// shorter, a list becoming an object), and a view kept across the waits must stay valid.
+TEST(DaemonTiming, CoroutineDaemonViewsEqualTheObjectAfterEveryKindOfChange) {
+    DaemonsBed bed;
+    bed.body = rich_body("first");
+    bed.body["spec"]["count"] = 1;
+    bed.body["spec"]["items"] = json::array({1, 2, 3});
+    bed.body["spec"]["gone"] = {{"nested", true}};
+    bed.body["status"] = {{"phase", "one"}, {"list", json::array({{{"a", 1}}})}};
+    auto seen = std::make_shared<std::vector<json>>();
+    on::daemon d(bed.registry, "kopfexamples", {.id = "d"}, [seen](Context& ctx) -> Task<void> {
+        const json& body = ctx.body;
+        while (!ctx.stopped) {
+            seen->push_back(body);
+            co_await kopf::sleep(1);
+        }
+    });
+    bed.start();
+    bed.event("");
+    bed.run_until(0.5);
+    std::vector<json> expected{bed.body};
+    bed.body["spec"]["count"] = 1.0;                           // the same number, a float now
+    bed.body["spec"]["items"] = json::array({1, {{"x", 2}}});  // shorter, an element's type
+    bed.body["spec"].erase("gone");
+    bed.body["spec"]["new"] = json::array({"a", "b"});
+    bed.body["status"]["list"] = {{"now", "an object"}};
+    bed.body["status"]["phase"] = "two";
+    bed.body["metadata"]["labels"]["added"] = "yes";
+    bed.event();
+    bed.run_until(1.5);
+    expected.push_back(bed.body);
+    bed.body["spec"]["items"] = json::array({1, {{"x", 3}}, 4, 5});  // longer
+    bed.body["spec"]["count"] = 2;
+    bed.body["metadata"]["labels"].erase("added");
+    bed.event();
+    bed.run_until(2.5);
+    expected.push_back(bed.body);
+    ASSERT_EQ(seen->size(), 3u);
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        // Compared as text: nlohmann's == takes 1 and 1.0 for equal.
+        EXPECT_EQ((*seen)[i]["spec"].dump(), expected[i]["spec"].dump()) << i;
+        EXPECT_EQ((*seen)[i]["status"].dump(), expected[i]["status"].dump()) << i;
+        EXPECT_EQ((*seen)[i]["metadata"]["labels"].dump(), expected[i]["metadata"]["labels"].dump())
+            << i;
+    }
+}
+
 TEST(DaemonTiming, PlainTimerCountsItsIntervalFromTheEndOfEachRun) {
     DaemonsBed bed;
     Times times;
