@@ -254,9 +254,15 @@ class TrackingWatch {
     }
     TrackingWatch(const TrackingWatch&) = delete;
     TrackingWatch& operator=(const TrackingWatch&) = delete;
+    // After wait_for_all the thread ends by itself; otherwise (the load failed and threw) it may be
+    // blocked in a read that nothing would end, and is left to the process's exit.
     ~TrackingWatch() {
         stop_ = true;
-        if (thread_.joinable()) thread_.join();
+        if (tracker_.count() >= objects_) {
+            thread_.join();
+        } else {
+            thread_.detach();
+        }
     }
 
     // Waits until every tracked object is counted; on the timeout, reports `what` and ends the
