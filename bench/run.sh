@@ -64,7 +64,7 @@ STANDBY_SECONDS=30
 ONLY=()
 OPERATOR_ARGS=()
 
-usage() { sed -n '2,40p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,41p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 # Fails the whole run, also from inside $(...) subshells (their exit alone would be ignored).
 fail() {
     echo "bench/run.sh: $*" >&2
