@@ -7,6 +7,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <chrono>
 #include <functional>
 #include <mutex>
 #include <stdexcept>
@@ -107,6 +108,15 @@ class Connection {
     boost::beast::tcp_stream stream_;
     boost::beast::flat_buffer buffer_;
 };
+
+// A fixed arrival rate: the i-th request is due at start + i / rate, whichever connection sends
+// it (a late request does not shift the ones after it). A rate of 0 means as fast as possible.
+inline void wait_until_due(std::chrono::steady_clock::time_point start, long i, double rate) {
+    if (rate <= 0) return;
+    std::this_thread::sleep_until(
+        start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(static_cast<double>(i) / rate)));
+}
 
 // Runs `work(index, connection)` for indexes [0, count) spread over `connections` threads.
 inline void in_parallel(const Endpoint& endpoint, long count, long connections,

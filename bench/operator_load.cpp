@@ -4,19 +4,26 @@
 // server directly over keep-alive loopback connections (bench/load_client.hpp), so it costs
 // the machine little next to the server and the operator it measures.
 //
-//   operator_load crd      --url URL
+//   operator_load crd      --url URL [--status-subresource 0|1]
 //   operator_load rv       --url URL    (the current resourceVersion)
 //   operator_load size     --url URL    (bytes of one stored object's JSON)
 //   operator_load create   --url URL --objects N [--first 0] [--spec-bytes 2048] [--connections 4]
-//                          [--timeout 600]
+//                          [--rate R] [--timeout 600]
 //   operator_load update   --url URL --objects N --rate R --seconds S --records FILE
+//   operator_load update-once --url URL --objects N --round K [--first 0] [--connections 4]
+//                          [--rate R] [--timeout 600]
 //   operator_load resume   --records FILE --count N --start-us T0 [--timeout 600]
-//   operator_load limit    --url URL --objects N [--patches 2] [--spec-bytes 2048]
+//   operator_load limit    --url URL --objects N [--patches 2] [--status-patches 0]
+//                          [--spec-bytes 2048]
+//
+// --rate R paces the requests at R per second (the i-th due at start + i / R, whichever
+// connection sends it); without it, or with 0, they go as fast as the server answers.
 //
 // Every figure is printed as one line "<name>: ..." that bench/run.sh picks up.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -44,8 +51,10 @@ using bench::http::verb;
 
 const std::string kCollection = "/apis/bench.kopf.dev/v1/namespaces/default/benchobjects";
 const char* kCrdPath = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-// Kopf's usual shape of a resource, without a status subresource: the operator's status
-// writes ride in the same merge-patch as its annotations.
+// Without a status subresource, the operator's status writes ride in the same merge-patch as
+// its annotations; with one (`crd --status-subresource 1`, as in Kopf's examples and most real
+// CRDs), the server ignores `status` in patches of the object itself, and the operator sends it
+// in a second merge-patch to .../<name>/status.
 const char* kCrd = R"({
   "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
   "metadata": {"name": "benchobjects.bench.kopf.dev"},
@@ -117,12 +126,19 @@ long current_resource_version(Connection& connection) {
 }
 
 // Scans watch-event lines cheaply (no JSON parsing): the object's name and resourceVersion are
-// the first occurrences of those keys; handled objects carry status.create_fn.
+// the first occurrences of those keys. An object counts as handled when its line contains
+// `marker` (followed by a non-digit when `marker_ends_a_number`): `"create_fn":{` for a result
+// in status.create_fn; `\"round\":K` for a diff base (a JSON string inside the annotation, hence
+// the escaped quotes) that has seen spec.round = K.
 class HandledTracker {
   public:
     // Tracks the objects bench-<first> .. bench-<first + objects - 1>.
-    explicit HandledTracker(long objects, long first = 0)
-        : handled_(static_cast<std::size_t>(objects), false), first_(first) {}
+    explicit HandledTracker(long objects, long first = 0, std::string marker = "\"create_fn\":{",
+                            bool marker_ends_a_number = false)
+        : handled_(static_cast<std::size_t>(objects), false),
+          first_(first),
+          marker_(std::move(marker)),
+          marker_ends_a_number_(marker_ends_a_number) {}
 
     void feed(std::string_view data) {
         while (!data.empty()) {
@@ -151,7 +167,12 @@ class HandledTracker {
         if (auto at = line.find(kRv); at != std::string_view::npos) {
             last_rv_ = std::atol(line.data() + at + kRv.size());
         }
-        if (line.find("\"create_fn\":{") == std::string_view::npos) return;
+        const auto marked = line.find(marker_);
+        if (marked == std::string_view::npos) return;
+        if (marker_ends_a_number_) {
+            const auto after = marked + marker_.size();
+            if (after < line.size() && line[after] >= '0' && line[after] <= '9') return;
+        }
         static constexpr std::string_view kName = "\"name\":\"bench-";
         const auto at = line.find(kName);
         if (at == std::string_view::npos) return;
@@ -163,6 +184,8 @@ class HandledTracker {
 
     std::vector<bool> handled_;
     long first_ = 0;
+    std::string marker_;
+    bool marker_ends_a_number_ = false;
     std::atomic<long> count_{0};
     long last_rv_ = 0;
     std::string partial_;
@@ -181,7 +204,16 @@ void create_object(Connection& connection, long i, const std::string& spec) {
 
 int command_crd(const Options& options) {
     Connection connection(options.endpoint());
-    auto response = connection.send(verb::post, kCrdPath, kCrd);
+    const long status_subresource = options.number("status-subresource", 0);
+    if (status_subresource > 1) {
+        throw std::invalid_argument("--status-subresource needs 0 or 1, got " +
+                                    std::to_string(status_subresource));
+    }
+    nlohmann::json crd = nlohmann::json::parse(kCrd);
+    if (status_subresource == 1) {
+        crd["spec"]["versions"][0]["subresources"] = {{"status", nlohmann::json::object()}};
+    }
+    auto response = connection.send(verb::post, kCrdPath, crd.dump());
     if (response.result_int() != 201 && response.result_int() != 409) {
         throw std::runtime_error("creating the CRD failed: " + response.body());
     }
@@ -209,72 +241,159 @@ int command_rv(const Options& options) {
     return 0;
 }
 
-// Creates N objects (bench-<first> on) over C connections and waits (on a watch) until every one
-// shows the operator's result in status.create_fn.
+// Follows the collection's watch from a resourceVersion on on its own thread, feeding a tracker,
+// until the tracker has counted every object it tracks (reconnecting from the last
+// resourceVersion seen when the server ends the stream).
+class TrackingWatch {
+  public:
+    TrackingWatch(const Endpoint& endpoint, HandledTracker& tracker, long objects, long from_rv)
+        : tracker_(tracker), objects_(objects) {
+        thread_ = std::thread([this, endpoint, from_rv] { follow(endpoint, from_rv); });
+        while (!watching_) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    TrackingWatch(const TrackingWatch&) = delete;
+    TrackingWatch& operator=(const TrackingWatch&) = delete;
+    // After wait_for_all the thread ends by itself; otherwise (the load failed and threw) it may be
+    // blocked in a read that nothing would end, and is left to the process's exit.
+    ~TrackingWatch() {
+        stop_ = true;
+        if (tracker_.count() >= objects_) {
+            thread_.join();
+        } else {
+            thread_.detach();
+        }
+    }
+
+    // Waits until every tracked object is counted; on the timeout, reports `what` and ends the
+    // process (the watch thread may be blocked in a read that nothing would end).
+    void wait_for_all(Clock::time_point deadline, long timeout, const char* what) {
+        while (tracker_.count() < objects_ && Clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+        if (tracker_.count() < objects_) {
+            std::fprintf(stderr, "operator_load: only %ld of %ld %s were handled within %ld s\n",
+                         tracker_.count(), objects_, what, timeout);
+            std::fflush(stderr);
+            std::_Exit(1);
+        }
+        stop_ = true;
+    }
+
+  private:
+    void follow(const Endpoint& endpoint, long from) {
+        while (!stop_) {
+            try {
+                Connection connection(endpoint);
+                watching_ = true;
+                connection.stream(kCollection +
+                                      "?watch=true&allowWatchBookmarks=false&resourceVersion=" +
+                                      std::to_string(from),
+                                  [&](std::string_view data) {
+                                      tracker_.feed(data);
+                                      return !stop_ && tracker_.count() < objects_;
+                                  });
+                if (tracker_.count() >= objects_) return;
+                tracker_.restart();
+                if (tracker_.last_resource_version() > from)
+                    from = tracker_.last_resource_version();
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "operator_load: watch: %s (reconnecting)\n", e.what());
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
+        }
+    }
+
+    HandledTracker& tracker_;
+    long objects_;
+    std::atomic<bool> stop_{false};
+    std::atomic<bool> watching_{false};
+    std::thread thread_;
+};
+
+// The arrival rate of --rate (0: as fast as the server answers), and how it reads in output.
+double arrival_rate(const Options& options) {
+    return static_cast<double>(options.number("rate", 0));
+}
+std::string pacing(double rate) {
+    return rate > 0 ? "paced at " + std::to_string(static_cast<long>(rate)) + "/s"
+                    : "as fast as accepted";
+}
+
+// Creates N objects (bench-<first> on) over C connections, as fast as accepted or at --rate R,
+// and waits (on a watch) until every one shows the operator's result in status.create_fn.
 int command_create(const Options& options) {
     const Endpoint endpoint = options.endpoint();
     const long objects = options.number("objects");
     const long first = std::max(0L, options.number("first", 0));
     const long connections = std::max(1L, options.number("connections", 4));
     const long timeout = options.number("timeout", 600);
+    const double rate = arrival_rate(options);
     const std::string spec = spec_json(options.number("spec-bytes", 2048));
 
     Connection admin(endpoint);
     HandledTracker tracker(objects, first);
-    std::atomic<bool> stop{false};
-    std::atomic<bool> watching{false};
-    const long start_rv = current_resource_version(admin);
-    std::thread watcher([&] {
-        long from = start_rv;
-        while (!stop) {
-            try {
-                Connection connection(endpoint);
-                watching = true;
-                connection.stream(kCollection +
-                                      "?watch=true&allowWatchBookmarks=false&resourceVersion=" +
-                                      std::to_string(from),
-                                  [&](std::string_view data) {
-                                      tracker.feed(data);
-                                      return !stop && tracker.count() < objects;
-                                  });
-                if (tracker.count() >= objects) return;
-                tracker.restart();
-                if (tracker.last_resource_version() > from) from = tracker.last_resource_version();
-            } catch (const std::exception& e) {
-                std::fprintf(stderr, "operator_load: watch: %s (reconnecting)\n", e.what());
-                std::this_thread::sleep_for(std::chrono::milliseconds(100));
-            }
-        }
-    });
-    while (!watching) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    TrackingWatch watch(endpoint, tracker, objects, current_resource_version(admin));
 
     const auto start = Clock::now();
     in_parallel(endpoint, objects, connections, [&](long i, Connection& connection) {
+        bench::wait_until_due(start, i, rate);
         create_object(connection, first + i, spec);
     });
     const double accepted = seconds_since(start);
-    std::printf("accepted: %ld objects in %.2f s = %.0f objects/s over %ld connections\n", objects,
-                accepted, objects / accepted, connections);
+    std::printf("accepted: %ld objects in %.2f s = %.0f objects/s over %ld connections (%s)\n",
+                objects, accepted, static_cast<double>(objects) / accepted, connections,
+                pacing(rate).c_str());
     std::fflush(stdout);
 
-    const auto deadline = start + std::chrono::seconds(timeout);
-    while (tracker.count() < objects && Clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
+    watch.wait_for_all(start + std::chrono::seconds(timeout), timeout, "objects");
     const double handled_seconds = seconds_since(start);
-    stop = true;
-    const long handled = tracker.count();
-    if (handled < objects) {
-        std::fprintf(stderr, "operator_load: only %ld of %ld objects were handled within %ld s\n",
-                     handled, objects, timeout);
-        std::fflush(stderr);
-        std::_Exit(1);
-    }
     std::printf("handled: %ld objects in %.2f s = %.0f objects/s\n", objects, handled_seconds,
-                objects / handled_seconds);
+                static_cast<double>(objects) / handled_seconds);
     std::fflush(stdout);
-    watcher.join();
+    return 0;
+}
+
+// Updates of handled objects: merge-patches spec.round = K of each of N objects once (bench-<first>
+// on, in order, as fast as accepted or at --rate R), so that the operator's update handler and
+// its field handler on spec.round run, and waits (on a watch) until the diff base of every one
+// shows round K. K must differ from the objects' current round (they are created without one).
+int command_update_once(const Options& options) {
+    const Endpoint endpoint = options.endpoint();
+    const long objects = options.number("objects");
+    const long first = std::max(0L, options.number("first", 0));
+    const long round = options.number("round");
+    const long connections = std::max(1L, options.number("connections", 4));
+    const long timeout = options.number("timeout", 600);
+    const double rate = arrival_rate(options);
+    const std::string body = R"({"spec":{"round":)" + std::to_string(round) + "}}";
+
+    Connection admin(endpoint);
+    HandledTracker tracker(objects, first, R"(\"round\":)" + std::to_string(round), true);
+    TrackingWatch watch(endpoint, tracker, objects, current_resource_version(admin));
+
+    const auto start = Clock::now();
+    in_parallel(endpoint, objects, connections, [&](long i, Connection& connection) {
+        bench::wait_until_due(start, i, rate);
+        auto response = connection.send(verb::patch, kCollection + "/" + object_name(first + i),
+                                        body, "application/merge-patch+json");
+        if (response.result_int() != 200) {
+            throw std::runtime_error("patching " + object_name(first + i) + " failed with HTTP " +
+                                     std::to_string(response.result_int()) + ": " +
+                                     response.body());
+        }
+    });
+    const double accepted = seconds_since(start);
+    std::printf("updated: %ld objects in %.2f s = %.0f updates/s over %ld connections (%s)\n",
+                objects, accepted, static_cast<double>(objects) / accepted, connections,
+                pacing(rate).c_str());
+    std::fflush(stdout);
+
+    watch.wait_for_all(start + std::chrono::seconds(timeout), timeout, "updates");
+    const double handled_seconds = seconds_since(start);
+    std::printf("handled: %ld updates in %.2f s = %.0f updates/s\n", objects, handled_seconds,
+                static_cast<double>(objects) / handled_seconds);
+    std::fflush(stdout);
     return 0;
 }
 
@@ -302,7 +421,7 @@ double percentile(std::vector<std::int64_t> values, double fraction) {
     if (values.empty()) return 0;
     std::sort(values.begin(), values.end());
     const auto rank =
-        static_cast<std::size_t>(fraction * static_cast<double>(values.size() - 1) + 0.5);
+        static_cast<std::size_t>(std::lround(fraction * static_cast<double>(values.size() - 1)));
     return static_cast<double>(values[std::min(rank, values.size() - 1)]);
 }
 
@@ -352,7 +471,7 @@ int command_update(const Options& options) {
     std::printf(
         "steady: %ld updates in %.1f s (%.0f/s) to %ld objects; handler called for %zu; "
         "latency p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
-        sent.load(), sending, sent.load() / sending, objects, latencies.size(),
+        sent.load(), sending, static_cast<double>(sent.load()) / sending, objects, latencies.size(),
         percentile(latencies, 0.50) / 1000.0, percentile(latencies, 0.99) / 1000.0,
         percentile(latencies, 1.0) / 1000.0);
     return latencies.empty() ? 1 : 0;
@@ -378,27 +497,35 @@ int command_resume(const Options& options) {
     }
     std::sort(stamps.begin(), stamps.end());
     std::printf("resumed: %ld resume handlers, first %.2f s and last %.2f s after the start\n",
-                count, (stamps.front() - started) / 1e6, (stamps[count - 1] - started) / 1e6);
+                count, static_cast<double>(stamps.front() - started) / 1e6,
+                static_cast<double>(stamps[count - 1] - started) / 1e6);
     return 0;
 }
 
 // The limit: the same requests the operator makes for each object (create, then `patches`
-// merge-patches shaped like Kopf's progress, result and diff-base writes), sent straight to the
-// server by this minimal client.
+// merge-patches shaped like Kopf's progress, result and diff-base writes, then `status-patches`
+// merge-patches of the status subresource), sent straight to the server by this minimal client.
+// With status patches (a CRD with a status subresource), the result goes to .../<name>/status
+// and the first patch of the object itself carries the annotations only, as the operator does.
 int command_limit(const Options& options) {
     const Endpoint endpoint = options.endpoint();
     const long objects = options.number("objects");
     const long patches = options.number("patches", 2);
+    const long status_patches = options.number("status-patches", 0);
     const long connections = std::max(1L, options.number("connections", 4));
     const std::string spec = spec_json(options.number("spec-bytes", 2048));
     const std::string progress =
         R"({"started":"2024-01-01T00:00:00.000000+00:00","stopped":"2024-01-01T00:00:00.001000+00:00",)"
         R"("purpose":"create","retries":1,"success":true})";
     const std::string diff_base = nlohmann::json(R"({"spec":)" + spec + "}\n").dump();
+    const std::string annotations = R"({"metadata":{"annotations":{"kopf.zalando.org/create_fn":)" +
+                                    nlohmann::json(progress).dump() +
+                                    R"(,"kopf.zalando.org/last-handled-configuration":)" +
+                                    diff_base + "}}";
+    const std::string result = R"("status":{"create_fn":{"message":"handled"}})";
     const std::string first_patch =
-        R"({"metadata":{"annotations":{"kopf.zalando.org/create_fn":)" +
-        nlohmann::json(progress).dump() + R"(,"kopf.zalando.org/last-handled-configuration":)" +
-        diff_base + R"(}},"status":{"create_fn":{"message":"handled"}}})";
+        status_patches > 0 ? annotations + "}" : annotations + "," + result + "}";
+    const std::string status_patch = "{" + result + "}";
     const std::string later_patch =
         R"({"metadata":{"annotations":{"kopf.zalando.org/create_fn":null}}})";
 
@@ -415,21 +542,33 @@ int command_limit(const Options& options) {
                                          response.body());
             }
         }
+        for (long p = 0; p < status_patches; ++p) {
+            auto response =
+                connection.send(verb::patch, kCollection + "/" + object_name(i) + "/status",
+                                status_patch, "application/merge-patch+json");
+            if (response.result_int() != 200) {
+                throw std::runtime_error("patching the status failed with HTTP " +
+                                         std::to_string(response.result_int()) + ": " +
+                                         response.body());
+            }
+        }
     });
     const double elapsed = seconds_since(start);
     std::printf(
-        "limit: %ld objects created and patched %ld times each in %.2f s = %.0f objects/s "
-        "(%.0f requests/s)\n",
-        objects, patches, elapsed, objects / elapsed, objects * (1 + patches) / elapsed);
+        "limit: %ld objects created and patched %ld times each, their status %ld times, in %.2f "
+        "s = %.0f objects/s (%.0f requests/s)\n",
+        objects, patches, status_patches, elapsed, static_cast<double>(objects) / elapsed,
+        static_cast<double>(objects * (1 + patches + status_patches)) / elapsed);
     return 0;
 }
 
 int usage() {
     std::fprintf(
         stderr,
-        "usage: operator_load crd|rv|size|create|update|resume|limit --url http://127.0.0.1:PORT "
-        "[--objects N] [--first K] [--spec-bytes B] [--connections C] [--rate R] [--seconds S] "
-        "[--records FILE] [--count N] [--start-us T] [--patches K] [--timeout S]\n");
+        "usage: operator_load crd|rv|size|create|update|update-once|resume|limit "
+        "--url http://127.0.0.1:PORT [--objects N] [--first K] [--spec-bytes B] [--connections C] "
+        "[--rate R] [--seconds S] [--round K] [--records FILE] [--count N] [--start-us T] "
+        "[--patches K] [--status-patches K] [--status-subresource 0|1] [--timeout S]\n");
     return 2;
 }
 
@@ -454,6 +593,7 @@ int main(int argc, char** argv) {
         if (options.command == "size") return command_size(options);
         if (options.command == "create") return command_create(options);
         if (options.command == "update") return command_update(options);
+        if (options.command == "update-once") return command_update_once(options);
         if (options.command == "resume") return command_resume(options);
         if (options.command == "limit") return command_limit(options);
         std::fprintf(stderr, "operator_load: unknown command '%s'\n", options.command.c_str());

@@ -4,14 +4,18 @@
 #
 #   bench/run.sh                    # full suite, 3 runs, appends a results table to bench/README.md
 #   bench/run.sh --smoke            # N=200, one run, no README (CI: proves the suite still works)
-#   bench/run.sh --only create      # one group: apiserver, limit, create, steady, resume, idle, micro,
-#                                   # client, daemons, indexing, admission, standby
+#   bench/run.sh --only create      # one group: rates, apiserver, limit, create, steady, resume, idle,
+#                                   # micro, client, daemons, indexing, admission, standby
 #
 # Options:
 #   --smoke                 small sizes, one run, short phases, no README append
 #   --only NAME             run one group (repeatable)
 #   --runs N                runs per figure; the table shows the median (default 3)
 #   --sizes LIST            object counts for the create/idle figures (default 1000,10000,100000)
+#   --rates LIST            arrival rates of the rates group, objects/s or "max" (as fast as the
+#                           server accepts) (default 100,1000,5000,max)
+#   --rate-objects N        objects created, then updated, at each rate (default 10000; at 100/s
+#                           that is 100 s of creates and 100 s of updates per CRD)
 #   --steady-objects N      objects in the steady-state phase (default 10000)
 #   --steady-seconds S      duration of the steady-state phase (default 60)
 #   --resume-objects N      objects in the resume phase (default 100000)
@@ -46,6 +50,8 @@ README_APPEND=1
 PIN=1
 RUNS=3
 SIZES="1000,10000,100000"
+RATES="100,1000,5000,max"
+RATE_OBJECTS=10000
 STEADY_OBJECTS=10000
 STEADY_SECONDS=60
 RESUME_OBJECTS=100000
@@ -58,7 +64,7 @@ STANDBY_SECONDS=30
 ONLY=()
 OPERATOR_ARGS=()
 
-usage() { sed -n '2,36p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,41p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 # Fails the whole run, also from inside $(...) subshells (their exit alone would be ignored).
 fail() {
     echo "bench/run.sh: $*" >&2
@@ -74,6 +80,8 @@ while [[ $# -gt 0 ]]; do
         --only) need_value "$@"; ONLY+=("$2"); shift 2 ;;
         --runs) need_value "$@"; RUNS=$2; shift 2 ;;
         --sizes) need_value "$@"; SIZES=$2; shift 2 ;;
+        --rates) need_value "$@"; RATES=$2; shift 2 ;;
+        --rate-objects) need_value "$@"; RATE_OBJECTS=$2; shift 2 ;;
         --steady-objects) need_value "$@"; STEADY_OBJECTS=$2; shift 2 ;;
         --steady-seconds) need_value "$@"; STEADY_SECONDS=$2; shift 2 ;;
         --resume-objects) need_value "$@"; RESUME_OBJECTS=$2; shift 2 ;;
@@ -93,19 +101,27 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 
+# The benchmark operator's settings.queueing.idle_timeout: its objects' workers exit this long
+# after their last event, and the create and rates figures wait for that exit.
+OPERATOR_IDLE_TIMEOUT=5
+IDLE_WINDOW=0.5  # wait_idle's quiet windows, seconds
 if [[ $SMOKE == 1 ]]; then
+    RATES="1000,max"; RATE_OBJECTS=200; OPERATOR_IDLE_TIMEOUT=0.5; IDLE_WINDOW=0.25
     RUNS=1; SIZES=200; STEADY_OBJECTS=200; STEADY_SECONDS=3; RESUME_OBJECTS=200; README_APPEND=0
     DAEMON_SIZES=200; TIMER_OBJECTS=200; TIMER_SECONDS=3; INDEX_SIZES=200
     STANDBY_OBJECTS=200; STANDBY_SECONDS=2
 fi
-GROUPS_ALL=(apiserver limit create steady resume idle micro client daemons indexing admission standby)
+GROUPS_ALL=(rates apiserver limit create steady resume idle micro client daemons indexing admission standby)
 for name in "${ONLY[@]}"; do
     [[ " ${GROUPS_ALL[*]} " == *" $name "* ]] || fail "unknown group '$name' (one of: ${GROUPS_ALL[*]})"
 done
 for value in "$RUNS" "$STEADY_OBJECTS" "$STEADY_SECONDS" "$RESUME_OBJECTS" ${SIZES//,/ } \
     "$TIMER_OBJECTS" "$TIMER_SECONDS" ${DAEMON_SIZES//,/ } ${INDEX_SIZES//,/ } "$STANDBY_OBJECTS" \
-    "$STANDBY_SECONDS"; do
+    "$STANDBY_SECONDS" "$RATE_OBJECTS"; do
     [[ "$value" =~ ^[1-9][0-9]*$ ]] || fail "'$value' is not a positive integer"
+done
+for value in ${RATES//,/ }; do
+    [[ "$value" =~ ^[1-9][0-9]*$ || $value == max ]] || fail "'$value' in --rates is neither a positive integer nor 'max'"
 done
 wanted() {
     [[ ${#ONLY[@]} -eq 0 ]] && return 0
@@ -164,20 +180,21 @@ fi
 CLK_TCK=$(getconf CLK_TCK)
 cpu_ticks() {  # utime + stime of a process, in clock ticks
     local stat; stat=$(<"/proc/$1/stat"); stat=${stat##*) }
-    local fields=($stat); echo $(( fields[11] + fields[12] ))
+    local fields; read -ra fields <<<"$stat"; echo $(( fields[11] + fields[12] ))
 }
 proc_kb() { awk -v key="$2:" '$1 == key { print $2 }' "/proc/$1/status"; }
 now_us() { date +%s%6N; }
 seconds_between_us() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b - a) / 1e6 }'; }
 
-# Waits until the process used < 2 ticks of CPU in each of two consecutive 0.5 s windows;
-# prints the wall-clock µs when the quiet period began.
+# Waits until the process used < 2 ticks of CPU in each of two consecutive windows of
+# $IDLE_WINDOW s (0.5; the smoke run, which measures nothing, 0.25); prints the wall-clock µs
+# when the quiet period began.
 wait_idle() {
     local pid=$1 timeout=${2:-900} quiet=0 before after since=0 start; start=$(date +%s)
     before=$(cpu_ticks "$pid")
     while true; do
         local sample_at; sample_at=$(now_us)
-        sleep 0.5
+        sleep "$IDLE_WINDOW"
         kill -0 "$pid" 2>/dev/null || fail "process $pid exited while the benchmark waited for it"
         after=$(cpu_ticks "$pid")
         if (( after - before < 2 )); then
@@ -200,8 +217,8 @@ start_server() {
     "${PIN_CORE0[@]}" "$KOPF" apiserver --port 0 --kubeconfig-out "$WORK/kubeconfig" >"$log" 2>&1 &
     SERVER_PID=$!
     STARTED_PIDS+=("$SERVER_PID")
-    local i
-    for i in $(seq 200); do
+    local _
+    for _ in $(seq 200); do
         SERVER_URL=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$log" | head -1 || true)
         [[ -n $SERVER_URL && -s $WORK/kubeconfig ]] && return 0
         kill -0 "$SERVER_PID" 2>/dev/null || break
@@ -211,25 +228,26 @@ start_server() {
     fail "the API server did not start"
 }
 stop_process() {  # SIGTERM, then SIGKILL after 10 s
-    local pid=$1 i
+    local pid=$1 _
     kill "$pid" 2>/dev/null || true
-    for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
 }
 
 OPERATOR_PID=""
 RECORDS=""
-WORKER_IDLE_TIMEOUT=5  # settings.queueing.idle_timeout, which the benchmark operator keeps
+WORKER_IDLE_TIMEOUT=5  # settings.queueing.idle_timeout of the daemons group's operators
 start_operator() {
     local log="$WORK/operator.log"
     : >"$log"
     "${PIN_CORE1[@]}" env KUBECONFIG="$WORK/kubeconfig" KOPF_BENCH_RECORDS="$RECORDS" \
+        KOPF_BENCH_IDLE_TIMEOUT="$OPERATOR_IDLE_TIMEOUT" \
         "$KOPF" run "$OPERATOR_SOURCE" --standalone -n default "${OPERATOR_ARGS[@]}" >"$log" 2>&1 &
     OPERATOR_PID=$!
     STARTED_PIDS+=("$OPERATOR_PID")
-    local i
-    for i in $(seq 1200); do  # the first start compiles the operator
+    local _
+    for _ in $(seq 1200); do  # the first start compiles the operator
         grep -q 'Serving resource benchobjects' "$log" && return 0
         kill -0 "$OPERATOR_PID" 2>/dev/null || break
         sleep 0.1
@@ -241,9 +259,9 @@ start_operator() {
 # --- figures -------------------------------------------------------------------------------
 RESULTS="$WORK/results.tsv"  # name \t value \t unit, one line per measurement
 : >"$RESULTS"
-record() {  # record NAME VALUE UNIT
-    printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$RESULTS"
-    printf 'measured: %s = %s %s\n' "$1" "$2" "$3"
+record() {  # record NAME VALUE UNIT [headline]: the table marks the headline rows
+    printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-}" >>"$RESULTS"
+    printf 'measured: %s = %s %s%s\n' "$1" "$2" "$3" "${4:+ ($4)}"
 }
 field() {  # field "TEXT" REGEX: the first capture group of REGEX in the first line matching it
     local line
@@ -316,7 +334,7 @@ operator_figures() {
     echo "$out"
     # The objects' workers exit after settings.queueing.idle_timeout: part of each object's cost.
     wait_idle "$OPERATOR_PID" >/dev/null
-    sleep "$WORKER_IDLE_TIMEOUT"
+    sleep "$OPERATOR_IDLE_TIMEOUT"
     wait_idle "$OPERATOR_PID" >/dev/null
     local cpu1 rv1 rss1 hwm
     cpu1=$(cpu_ticks "$OPERATOR_PID")
@@ -620,8 +638,8 @@ start_admission_operator() {
         "$KOPF" run "$ADMISSION_OPERATOR_SOURCE" --standalone -n default "${OPERATOR_ARGS[@]}" >"$log" 2>&1 &
     OPERATOR_PID=$!
     STARTED_PIDS+=("$OPERATOR_PID")
-    local i
-    for i in $(seq 1200); do  # the first start compiles the operator
+    local _
+    for _ in $(seq 1200); do  # the first start compiles the operator
         if grep -q 'Reconfiguring the mutating webhook' "$log"; then
             WEBHOOK_URL=$(grep -o "'validate_fn' (validating) is served at https://[^ ]*" "$log" | head -1)
             WEBHOOK_URL=${WEBHOOK_URL##* }
@@ -697,8 +715,8 @@ start_replica() {  # NAME LEASE_SETTINGS PIN...: one replica; its log is $WORK/N
     STARTED_PIDS+=("$REPLICA_PID")
 }
 wait_for_log() {  # NAME PATTERN PID
-    local i
-    for i in $(seq 1200); do  # the first start compiles the operator
+    local _
+    for _ in $(seq 1200); do  # the first start compiles the operator
         grep -q "$2" "$WORK/$1.log" && return 0
         kill -0 "$3" 2>/dev/null || break
         sleep 0.1
@@ -747,13 +765,112 @@ standby_figures() {
     standby_failover "lease 3 s, renew deadline 2 s, retry 0.5 s" "3,2,0.5" "$SMOKE"
 }
 
+# Creates and updates at fixed arrival rates (issue 24). Two CRDs: one with a status
+# subresource (the headline: the operator sends the result to .../status in a second patch, as
+# with Kopf's examples and most real CRDs) and the same without it (the result rides in the one
+# patch of the object). For each: the minimal client's limit for that request pattern (create +
+# 1 patch, + 1 status patch to /status with the subresource; the client on core 1, where the
+# operator runs otherwise); then, for each rate, a fresh server and operator: N objects created at
+# the rate (the i-th due at start + i/R over 4 connections; "max": as fast as the server
+# accepts), then each of them updated once at the same rate (spec.round: the diff, the update
+# handler and the field handler, the diff base rewritten). The operator's CPU of each phase runs
+# from idle before it to idle after the objects' workers have exited; its API writes are the
+# server's resourceVersion advance beyond the load's own requests.
+PHASE_CPU_SECONDS=0
+PHASE_WRITES=0
+phase_start() { PHASE_CPU_SECONDS=$(cpu_ticks "$OPERATOR_PID"); PHASE_WRITES=$("$OPERATOR_LOAD" rv --url "$SERVER_URL"); }
+phase_end() {  # N: the load's own writes in the phase
+    wait_idle "$OPERATOR_PID" >/dev/null
+    sleep "$OPERATOR_IDLE_TIMEOUT"
+    wait_idle "$OPERATOR_PID" >/dev/null
+    local ticks rv
+    ticks=$(( $(cpu_ticks "$OPERATOR_PID") - PHASE_CPU_SECONDS ))
+    rv=$("$OPERATOR_LOAD" rv --url "$SERVER_URL")
+    PHASE_CPU_SECONDS=$(awk -v t="$ticks" -v hz="$CLK_TCK" 'BEGIN { printf "%.3f", t / hz }')
+    PHASE_WRITES=$(awk -v a="$PHASE_WRITES" -v b="$rv" -v n="$1" 'BEGIN { printf "%.2f", (b - a - n) / n }')
+}
+per_item_us() { awk -v s="$1" -v n="$2" 'BEGIN { printf "%.0f", s * 1e6 / n }'; }
+rates_figures() {
+    local crd status label rate n=$RATE_OBJECTS limit out pace name headline limit_name
+    local -a pace_args
+    for crd in status plain; do
+        if [[ $crd == status ]]; then
+            status=1; label="status subresource"; limit_name="create + 1 patch + 1 status patch"
+        else
+            status=0; label="no status subresource"; limit_name="create + 1 patch"
+        fi
+        start_server
+        "$OPERATOR_LOAD" crd --url "$SERVER_URL" --status-subresource "$status"
+        out=$("${PIN_CORE1[@]}" "$OPERATOR_LOAD" limit --url "$SERVER_URL" --objects "$n" --patches 1 \
+            --status-patches "$status")
+        echo "$out"
+        limit=$(field "$out" '= ([0-9]+) objects/s')
+        record "rates, ${label}: limit, ${limit_name} per object from a minimal client (${n} objects, 4 connections)" \
+            "$limit" "objects/s"
+        stop_process "$SERVER_PID"
+
+        for rate in "${RATE_LIST[@]}"; do
+            # The smoke run takes each path once, to stay short: the status subresource at the
+            # paced rates, the second row at "max" (with its ratio to the limit).
+            if [[ $SMOKE == 1 ]] && { [[ $crd == status && $rate == max ]] || [[ $crd == plain && $rate != max ]]; }; then
+                continue
+            fi
+            if [[ $rate == max ]]; then
+                pace="max"; pace_args=()
+            else
+                pace="${rate}/s"; pace_args=(--rate "$rate" --timeout $(( n / rate + 600 )))
+            fi
+            headline=""
+            [[ $crd == status && ( $rate == 1000 || $rate == max ) ]] && headline=headline
+            RECORDS="$WORK/records.txt"
+            : >"$RECORDS"
+            start_server
+            "$OPERATOR_LOAD" crd --url "$SERVER_URL" --status-subresource "$status"
+            start_operator
+            wait_idle "$OPERATOR_PID" >/dev/null
+
+            phase_start
+            out=$("${PIN_CORE0[@]}" "$OPERATOR_LOAD" create --url "$SERVER_URL" --objects "$n" --spec-bytes 2048 \
+                "${pace_args[@]}")
+            echo "$out"
+            phase_end "$n"
+            name="create ${n} at ${pace}, ${label}"
+            record "${name}: operator CPU per object" "$(per_item_us "$PHASE_CPU_SECONDS" "$n")" "µs" "$headline"
+            record "${name}: operator API writes per object" "$PHASE_WRITES" "requests"
+            record "${name}: creates accepted" "$(field "$out" 'accepted: .* = ([0-9]+) objects/s')" "objects/s"
+            record "${name}: end-to-end throughput" "$(field "$out" 'handled: .* = ([0-9]+) objects/s')" \
+                "objects/s" "$headline"
+            if [[ $rate == max ]]; then
+                record "${name}: end-to-end throughput, % of the minimal client's limit" \
+                    "$(awk -v a="$(field "$out" 'handled: .* = ([0-9]+) objects/s')" -v b="$limit" \
+                        'BEGIN { printf "%.0f", a * 100 / b }')" "%" "$headline"
+            fi
+
+            phase_start
+            out=$("${PIN_CORE0[@]}" "$OPERATOR_LOAD" update-once --url "$SERVER_URL" --objects "$n" --round 1 \
+                "${pace_args[@]}")
+            echo "$out"
+            phase_end "$n"
+            name="update ${n} at ${pace}, ${label}"
+            record "${name}: operator CPU per update" "$(per_item_us "$PHASE_CPU_SECONDS" "$n")" "µs"
+            record "${name}: operator API writes per update" "$PHASE_WRITES" "requests"
+            record "${name}: updates accepted" "$(field "$out" 'updated: .* = ([0-9]+) updates/s')" "updates/s"
+            record "${name}: end-to-end throughput" "$(field "$out" 'handled: .* = ([0-9]+) updates/s')" "updates/s"
+            stop_process "$OPERATOR_PID"
+            stop_process "$SERVER_PID"
+        done
+    done
+}
+
 # --- the suite -----------------------------------------------------------------------------
 IFS=, read -r -a SIZE_LIST <<<"$SIZES"
+IFS=, read -r -a RATE_LIST <<<"$RATES"
 IFS=, read -r -a DAEMON_SIZE_LIST <<<"$DAEMON_SIZES"
 IFS=, read -r -a INDEX_SIZE_LIST <<<"$INDEX_SIZES"
 LAST_WRITES_PER_OBJECT=2
 for run in $(seq "$RUNS"); do
     echo "=== run $run of $RUNS"
+    if wanted rates; then rates_figures; fi
     if wanted apiserver; then apiserver_figures; fi
     if wanted create || wanted idle || wanted steady || wanted resume || wanted limit; then
         covered_steady=0; covered_resume=0
@@ -782,7 +899,7 @@ done
 
 # Medians per figure, in the order first measured.
 TABLE=$(awk -F'\t' '
-    { if (!($1 in n)) { order[++count] = $1; unit[$1] = $3 } values[$1, ++n[$1]] = $2 }
+    { if (!($1 in n)) { order[++count] = $1; unit[$1] = $3; mark[$1] = $4 } values[$1, ++n[$1]] = $2 }
     END {
         for (i = 1; i <= count; i++) {
             name = order[i]; k = n[name]
@@ -790,7 +907,8 @@ TABLE=$(awk -F'\t' '
             # insertion sort by numeric value, keeping the measured text (e.g. "1.00")
             for (a = 2; a <= k; a++) { x = v[a]; b = a - 1; while (b >= 1 && v[b] + 0 > x + 0) { v[b + 1] = v[b]; b-- } v[b + 1] = x }
             median = (k % 2) ? v[(k + 1) / 2] : sprintf("%.2f", (v[k / 2] + v[k / 2 + 1]) / 2)
-            printf "| %s | %s %s | %d |\n", name, median, unit[name], k
+            shown = mark[name] == "headline" ? "**" name "** (headline)" : name
+            printf "| %s | %s %s | %d |\n", shown, median, unit[name], k
         }
     }' "$RESULTS")
 
@@ -799,6 +917,7 @@ echo "=== results (median of each figure)"
 while IFS= read -r row; do
     [[ -z $row ]] && continue
     name=$(echo "$row" | awk -F' \\| ' '{ sub(/^\| /, "", $1); print $1 }')
+    name=${name//\*\*/}
     value=$(echo "$row" | awk -F' \\| ' '{ print $2 }')
     echo "figure: $name = $value"
 done <<<"$TABLE"

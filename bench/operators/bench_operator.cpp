@@ -1,16 +1,22 @@
 // The operator that bench/run.sh measures: one creation handler with a small result (so every
 // object goes through the full Kopf cycle: progress, result in status, diff base), an update
-// handler and a resume handler that record what the benchmark needs.
+// handler and a resume handler that record what the benchmark needs, and a field handler on
+// spec.round (set only by `operator_load update-once`, so it runs for those updates and never at
+// creation), which does nothing: an update of spec.round is the diff, two handlers and the diff
+// base rewritten.
 //
 //   export KOPF_BENCH_RECORDS=/tmp/records.txt KUBECONFIG=...
 //   kopf run bench/operators/bench_operator.cpp --standalone -n default
 //
 // Records (one line each, appended with O_APPEND so concurrent handlers never interleave):
-//   "update <µs from the writer's spec.stamp to this call>"   (steady-state latency)
+//   "update <µs from the writer's spec.stamp to this call>"   (steady-state latency; only when
+//                                                              the writer set spec.stamp > 0)
 //   "resume <µs since the epoch>"                               (resume at start-up)
 //
 // $KOPF_BENCH_LEASE="DURATION,RENEW_DEADLINE,RETRY_PERIOD" (seconds) sets settings.leasing for
 // the standby figures (run with --lease NAME); unset or empty: the defaults.
+// $KOPF_BENCH_IDLE_TIMEOUT (seconds) sets settings.queueing.idle_timeout (the smoke run shortens
+// the objects' workers' exit with it); unset or empty: the default, 5 s.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -51,22 +57,35 @@ kopf::json create_fn(kopf::Context&) {
 }
 KOPF_ON_CREATE(create_fn, kBenchObjects);
 
-// The writer puts its wall-clock time (µs since the epoch) into spec.stamp with each update.
+// The steady-state writer puts its wall-clock time (µs since the epoch) into spec.stamp with
+// each update; objects are created with 0 there, and other updates leave it alone.
 void update_fn(kopf::Context& ctx) {
     const std::int64_t called = now_microseconds();
     const auto stamp = ctx.spec.find("stamp");
-    if (stamp != ctx.spec.end() && stamp->is_number_integer()) {
+    if (stamp != ctx.spec.end() && stamp->is_number_integer() && stamp->get<std::int64_t>() > 0) {
         record("update", called - stamp->get<std::int64_t>());
     }
 }
 KOPF_ON_UPDATE(update_fn, kBenchObjects);
+
+void round_fn(kopf::Context&) {}
+KOPF_ON_FIELD(round_fn, kBenchObjects, {.field = "spec.round"});
 
 void resume_fn(kopf::Context&) {
     record("resume", now_microseconds());
 }
 KOPF_ON_RESUME(resume_fn, kBenchObjects);
 
-void configure_lease(kopf::ActivityContext& ctx) {
+void configure(kopf::ActivityContext& ctx) {
+    if (const char* idle = std::getenv("KOPF_BENCH_IDLE_TIMEOUT"); idle && *idle) {
+        char* end = nullptr;
+        const double seconds = std::strtod(idle, &end);
+        if (*end != '\0' || !(seconds > 0)) {
+            throw std::runtime_error(std::string("KOPF_BENCH_IDLE_TIMEOUT='") + idle +
+                                     "' is not a positive number of seconds");
+        }
+        ctx.settings.queueing.idle_timeout = seconds;
+    }
     const char* lease = std::getenv("KOPF_BENCH_LEASE");
     if (!lease || !*lease) return;
     double duration = 0, renew_deadline = 0, retry_period = 0;
@@ -78,4 +97,4 @@ void configure_lease(kopf::ActivityContext& ctx) {
     ctx.settings.leasing.renew_deadline = renew_deadline;
     ctx.settings.leasing.retry_period = retry_period;
 }
-KOPF_ON_STARTUP(configure_lease);
+KOPF_ON_STARTUP(configure);

@@ -51,6 +51,23 @@ TEST(BenchSmoke, SmokeRunCompletesAndPrintsEveryFigure) {
     const SuiteRun run = run_suite("--smoke");
     ASSERT_EQ(run.exit_code, 0) << run.output;
     for (const char* figure : {
+             // The rates group: the status subresource at the paced rate (1000/s in the smoke
+             // run), the CRD without it as fast as accepted; both with the minimal client's limit.
+             "figure: rates, status subresource: limit, create + 1 patch + 1 status patch per",
+             "figure: create 200 at 1000/s, status subresource: operator CPU per object (headline)",
+             "figure: create 200 at 1000/s, status subresource: operator API writes per object",
+             "figure: create 200 at 1000/s, status subresource: creates accepted",
+             "figure: create 200 at 1000/s, status subresource: end-to-end throughput (headline)",
+             "figure: update 200 at 1000/s, status subresource: operator CPU per update",
+             "figure: update 200 at 1000/s, status subresource: operator API writes per update",
+             "figure: update 200 at 1000/s, status subresource: updates accepted",
+             "figure: update 200 at 1000/s, status subresource: end-to-end throughput",
+             "figure: rates, no status subresource: limit, create + 1 patch per object from a",
+             "figure: create 200 at max, no status subresource: operator CPU per object",
+             "figure: create 200 at max, no status subresource: operator API writes per object",
+             "figure: create 200 at max, no status subresource: end-to-end throughput, % of the",
+             "figure: update 200 at max, no status subresource: operator CPU per update",
+             "figure: update 200 at max, no status subresource: end-to-end throughput",
              "figure: apiserver merge-patch rate (200 objects",
              "figure: apiserver watch delivery (10 watchers)",
              "figure: apiserver list of 200 objects",
@@ -90,13 +107,11 @@ TEST(BenchSmoke, SmokeRunCompletesAndPrintsEveryFigure) {
              "figure: client list of 200 objects page by page (50 per page): client CPU",
              "figure: client list of 200 objects page by page (50 per page): peak RSS growth",
              "figure: client list of 200 objects joined into one list (ApiClient::list): time",
-             "figure: client list of 200 objects joined into one list (ApiClient::list): client "
-             "CPU",
+             "figure: client list of 200 objects joined into one list (ApiClient::list): client",
              "figure: client list of 200 objects joined into one list (ApiClient::list): peak RSS",
              "figure: client list of 200 objects: the objects' JSON",
              "figure: client from sync handlers (kopf::Api), get, one at a time: rate",
-             "figure: client from sync handlers (kopf::Api), merge-patch, one at a time: client "
-             "CPU per request",
+             "figure: client from sync handlers (kopf::Api), merge-patch, one at a time: client",
              "figure: client from async handlers (kopf::Api), get, one at a time: client CPU",
              "figure: client from async handlers (kopf::Api), merge-patch, one at a time: rate",
              "figure: daemons 200: RSS per daemon (with − without)",
@@ -119,8 +134,8 @@ TEST(BenchSmoke, SmokeRunCompletesAndPrintsEveryFigure) {
              "figure: admission: review latency p99 at 1000 reviews/s",
              "figure: standby: idle CPU, watching 200 objects",
              "figure: standby: idle RSS, watching 200 objects",
-             "figure: standby: failover, kill -9 of the leader to the first handled object on the "
-             "standby (lease 3 s",
+             "figure: standby: failover, kill -9 of the leader to the first handled object on the",
+             "the first handled object on the standby (lease 3 s",
          }) {
         EXPECT_NE(run.output.find(figure), std::string::npos) << "missing line: " << figure;
     }
@@ -136,8 +151,16 @@ TEST(BenchSmoke, UnknownGroupIsRejectedWithTheValidNames) {
     const SuiteRun run = run_suite("--smoke --only everything");
     EXPECT_NE(run.exit_code, 0);
     EXPECT_NE(run.output.find("unknown group 'everything'"), std::string::npos) << run.output;
-    EXPECT_NE(run.output.find("apiserver limit create steady resume idle micro client"),
+    EXPECT_NE(run.output.find("rates apiserver limit create steady resume idle micro client"),
               std::string::npos);
+}
+
+TEST(BenchSmoke, RateThatIsNeitherANumberNorMaxIsRejectedNamingIt) {
+    const SuiteRun run = run_suite("--only rates --rate-objects 10 --rates 100,fast");
+    EXPECT_NE(run.exit_code, 0);
+    EXPECT_NE(run.output.find("'fast' in --rates is neither a positive integer nor 'max'"),
+              std::string::npos)
+        << run.output;
 }
 
 }  // namespace
