@@ -28,6 +28,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "clients/json_codec.hpp"
 #include "core/actions/logging.hpp"
 #include "kits/certificates.hpp"
 
@@ -309,7 +310,7 @@ struct WebhookServer::Impl : std::enable_shared_from_this<WebhookServer::Impl> {
         response.result(static_cast<unsigned>(answer.status));
         response.set(http::field::content_type, "application/json");
         response.keep_alive(keep_alive);
-        response.body() = answer.body.dump();
+        response.body() = clients::dump_json(answer.body);  // exactly dump(), faster
         response.prepare_payload();
         auto [ec, bytes] = co_await http::async_write(stream, response, use_tuple);
         (void)bytes;

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "clients/auth.hpp"
+#include "clients/json_codec.hpp"
 #include "core/actions/invocation.hpp"
 #include "core/actions/logging.hpp"
 #include "core/engines/metrics.hpp"
@@ -59,7 +60,9 @@ struct Review {
 
 Review parse_review(const std::string& text) {
     Review review;
-    review.document = json::parse(text, nullptr, false);
+    // Boost.JSON's parser building the same values (clients/json_codec.hpp): nlohmann's reads
+    // every byte of the object one at a time, which was half of a review's CPU.
+    review.document = clients::parse_json_or_discarded(text);
     if (review.document.is_discarded() || !review.document.is_object()) {
         throw WebhookError(400,
                            "The request is not an AdmissionReview: the body is not a JSON "
