@@ -279,8 +279,11 @@ json build_response(const json& review, const std::vector<AdmissionFailure>& fai
     // Also for reviews refused as malformed: nothing here may assume a field's type.
     const auto request = review.is_object() ? review.find("request") : review.end();
     const bool has_request = review.is_object() && request != review.end();
-    json response = {{"uid", has_request ? string_at(*request, "uid") : std::string()},
-                     {"allowed", failures.empty()}};
+    // Built key by key: nlohmann's initializer lists copy every value and check every element
+    // for being a key-value pair, which cost a review more than all of its answer's fields.
+    json response = json::object();
+    response["uid"] = has_request ? string_at(*request, "uid") : std::string();
+    response["allowed"] = failures.empty();
     if (!warnings.empty()) response["warnings"] = warnings;
     if (jsonpatch.is_array() && !jsonpatch.empty()) {
         response["patch"] = clients::base64_encode(jsonpatch.dump());
@@ -290,13 +293,17 @@ json build_response(const json& review, const std::vector<AdmissionFailure>& fai
         const auto first = std::min_element(
             failures.begin(), failures.end(),
             [](const AdmissionFailure& a, const AdmissionFailure& b) { return a.rank < b.rank; });
-        response["status"] = {{"message", first->message}, {"code", first->code}};
+        json& status = response["status"] = json::object();
+        status["message"] = first->message;
+        status["code"] = first->code;
     }
     std::string api_version = string_at(review, "apiVersion");
     if (api_version.empty()) api_version = "admission.k8s.io/v1";
-    return json{{"apiVersion", std::move(api_version)},
-                {"kind", "AdmissionReview"},
-                {"response", std::move(response)}};
+    json answer = json::object();
+    answer["apiVersion"] = std::move(api_version);
+    answer["kind"] = "AdmissionReview";
+    answer["response"] = std::move(response);
+    return answer;
 }
 
 namespace {
