@@ -202,14 +202,38 @@ void ObjectQueues::expect_superseded_echo(const std::string& key, const std::str
     superseded_echoes_.emplace(version, key);
 }
 
-std::optional<std::string> ObjectQueues::drop_superseded_echo(const std::string& version,
-                                                              std::string_view key_prefix) {
-    auto [echo, end] = superseded_echoes_.equal_range(version);
+namespace {
+
+// The key of the first object of kind `key_prefix` expecting the echo of `version`, taken out.
+std::optional<std::string> take_echo(std::unordered_multimap<std::string, std::string>& echoes,
+                                     const std::string& version, std::string_view key_prefix) {
+    auto [echo, end] = echoes.equal_range(version);
     while (echo != end && !std::string_view(echo->second).starts_with(key_prefix)) ++echo;
     if (echo == end) return std::nullopt;
     std::string key = std::move(echo->second);
-    superseded_echoes_.erase(echo);
-    const auto it = workers_.find(key);
+    echoes.erase(echo);
+    return key;
+}
+
+// Forgets that the object `key` expects the echo of `version`.
+void erase_echo(std::unordered_multimap<std::string, std::string>& echoes,
+                const std::string& version, const std::string& key) {
+    auto [echo, end] = echoes.equal_range(version);
+    for (; echo != end; ++echo) {
+        if (echo->second == key) {
+            echoes.erase(echo);
+            return;
+        }
+    }
+}
+
+}  // namespace
+
+std::optional<std::string> ObjectQueues::drop_superseded_echo(const std::string& version,
+                                                              std::string_view key_prefix) {
+    auto key = take_echo(superseded_echoes_, version, key_prefix);
+    if (!key) return std::nullopt;
+    const auto it = workers_.find(*key);
     if (stopping_ || it == workers_.end()) return std::nullopt;
     Worker& worker = it->second;
     std::erase(worker.superseded_echoes, version);
@@ -230,15 +254,8 @@ std::optional<std::string> ObjectQueues::drop_superseded_echo(const std::string&
 }
 
 void ObjectQueues::forget_superseded_echoes(const std::string& key, Worker& worker) {
-    for (const auto& version : worker.superseded_echoes) {
-        auto [echo, end] = superseded_echoes_.equal_range(version);
-        for (; echo != end; ++echo) {
-            if (echo->second == key) {
-                superseded_echoes_.erase(echo);
-                break;
-            }
-        }
-    }
+    for (const auto& version : worker.superseded_echoes)
+        erase_echo(superseded_echoes_, version, key);
     worker.superseded_echoes.clear();
 }
 
@@ -247,30 +264,21 @@ std::optional<std::string> ObjectQueues::drop_echo(const std::string& version,
     if (!superseded_echoes_.empty()) {
         if (auto key = drop_superseded_echo(version, key_prefix)) return key;
     }
-    auto [echo, end] = noop_echoes_.equal_range(version);
-    while (echo != end && !std::string_view(echo->second).starts_with(key_prefix)) ++echo;
-    if (echo == end) return std::nullopt;
-    std::string key = std::move(echo->second);
-    noop_echoes_.erase(echo);
-    const auto it = workers_.find(key);
+    auto key = take_echo(noop_echoes_, version, key_prefix);
+    if (!key) return std::nullopt;
+    const auto it = workers_.find(*key);
     if (stopping_ || it == workers_.end()) return std::nullopt;
     Worker& worker = it->second;
     if (worker.state != State::consistency || !worker.expected_is_noop ||
         worker.expected_version != version)
         return std::nullopt;
-    go_idle(key, worker);
+    go_idle(*key, worker);
     return key;
 }
 
 void ObjectQueues::forget_noop_echo(const std::string& key, const Worker& worker) {
     if (!worker.expected_is_noop || !worker.expected_version) return;
-    auto [echo, end] = noop_echoes_.equal_range(*worker.expected_version);
-    for (; echo != end; ++echo) {
-        if (echo->second == key) {
-            noop_echoes_.erase(echo);
-            return;
-        }
-    }
+    erase_echo(noop_echoes_, *worker.expected_version, key);
 }
 
 void ObjectQueues::on_consistency_timeout(const std::string& key) {
