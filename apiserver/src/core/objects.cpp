@@ -332,10 +332,18 @@ void Engine::validate_builtin(const Resource& res, const json& object, json& cau
             for (std::size_t i = 0; i < containers->size(); ++i) {
                 const json& c = (*containers)[i];
                 std::string p = "spec.containers[" + std::to_string(i) + "]";
-                if (!c.is_object() || c.value("name", "").empty())
-                    causes.push_back(cause("FieldValueRequired", p + ".name", "Required value"));
-                if (!c.is_object() || c.value("image", "").empty())
-                    causes.push_back(cause("FieldValueRequired", p + ".image", "Required value"));
+                for (const char* field : {"name", "image"}) {
+                    const auto it = c.is_object() ? c.find(field) : c.end();
+                    if (c.is_object() && it != c.end() && !it->is_string() && !it->is_null()) {
+                        causes.push_back(
+                            cause("FieldValueTypeInvalid", p + "." + field,
+                                  "Invalid value: " + it->dump() + ": must be a string"));
+                    } else if (!c.is_object() || it == c.end() || !it->is_string() ||
+                               it->get_ref<const std::string&>().empty()) {
+                        causes.push_back(
+                            cause("FieldValueRequired", p + "." + field, "Required value"));
+                    }
+                }
             }
     }
     if ((res.kind == "ConfigMap" || res.kind == "Secret") && object.contains("data")) {

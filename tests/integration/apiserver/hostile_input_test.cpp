@@ -261,6 +261,35 @@ TEST_F(HostileInput, MalformedJsonGetsA400Status) {
     expect_still_serving();
 }
 
+// A pod's container name or image of the wrong type (the fuzzer's find: a strategic merge patch
+// making the image a list was answered 500): a 422 naming the field, on create and on patch.
+TEST_F(HostileInput, PodContainerFieldsOfTheWrongTypeGet422NamingThem) {
+    const std::string pods = "/api/v1/namespaces/default/pods";
+    const auto pod = [](const std::string& container) {
+        return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},)"
+               R"("spec":{"containers":[)" +
+               container + "]}}";
+    };
+    auto created =
+        test->http("POST", pods, pod(R"({"name":"app","image":["nginx"]})"), "application/json");
+    EXPECT_EQ(created.status, 422) << created.body;
+    EXPECT_NE(created.body.find("spec.containers[0].image"), std::string::npos) << created.body;
+    EXPECT_NE(created.body.find("must be a string"), std::string::npos) << created.body;
+    created = test->http("POST", pods, pod(R"({"name":7,"image":"nginx"})"), "application/json");
+    EXPECT_EQ(created.status, 422) << created.body;
+    EXPECT_NE(created.body.find("spec.containers[0].name"), std::string::npos) << created.body;
+
+    ASSERT_EQ(test->http("POST", pods, pod(R"({"name":"app","image":"nginx"})"), "application/json")
+                  .status,
+              201);
+    auto patched = test->http("PATCH", pods + "/p",
+                              R"({"spec":{"containers":[{"name":"app","image":[{"port":8080}]}]}})",
+                              "application/strategic-merge-patch+json");
+    EXPECT_EQ(patched.status, 422) << patched.body;
+    EXPECT_NE(patched.body.find("spec.containers[0].image"), std::string::npos) << patched.body;
+    expect_still_serving();
+}
+
 // Content-Length and chunked Transfer-Encoding together (RFC 9112 §6.3: a smuggling vector): the
 // request is refused with a Status, the connection ends, and the bytes after it never run.
 TEST_F(HostileInput, ContentLengthWithChunkedIsRefusedAndNothingIsSmuggled) {
