@@ -10,6 +10,14 @@ namespace {
 // Versions remembered while a worker is busy, to recognise its own patch among them.
 constexpr std::size_t kSeenVersionsKept = 64;
 
+// Notes the version of an event that came while the worker was busy.
+void note_seen(std::vector<std::string>& seen, bool& truncated, std::string version) {
+    if (seen.size() < kSeenVersionsKept)
+        seen.push_back(std::move(version));
+    else
+        truncated = true;
+}
+
 // How late, as a share of the idle timeout, an idle worker may exit so that one wake-up of the
 // loop releases every worker that went idle within that span.
 constexpr double kIdleSlackShare = 0.01;
@@ -97,10 +105,7 @@ bool ObjectQueues::push(const std::string& key, json event) {
         case State::held:
             break;  // batched: the latest event is processed when the hold is over
         case State::busy:
-            if (worker.seen_versions.size() < kSeenVersionsKept)
-                worker.seen_versions.push_back(version.value_or(""));
-            else
-                worker.seen_truncated = true;
+            note_seen(worker.seen_versions, worker.seen_truncated, version.value_or(""));
             break;  // batched: the worker takes the latest event when it is free
         case State::waiting_for_slot:
             break;
@@ -240,10 +245,7 @@ std::optional<std::string> ObjectQueues::drop_superseded_echo(const std::string&
     switch (worker.state) {
         case State::busy:
             // Seen, as push() would note it, but never the latest: our later patch follows.
-            if (worker.seen_versions.size() < kSeenVersionsKept)
-                worker.seen_versions.push_back(version);
-            else
-                worker.seen_truncated = true;
+            note_seen(worker.seen_versions, worker.seen_truncated, version);
             return key;
         case State::consistency:
             if (std::erase(worker.expected_earlier, version) > 0) return key;
