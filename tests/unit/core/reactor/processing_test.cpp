@@ -944,6 +944,41 @@ TEST(Application, StatusIsPatchedSeparatelyAfterTheBodyForStatusSubresources) {
     EXPECT_EQ(result.resource_version, "202");
 }
 
+// The body patch's version is announced before the status patch is sent (its echo is then ours,
+// dropped unparsed), and reported as an earlier version; not when no status patch follows, nor
+// when event handlers watch the resource (they see every event, our own writes' included).
+TEST(Application, TheBodyPatchIsAnnouncedAsSupersededWhenTheStatusPatchFollows) {
+    for (const std::string variant : {"status follows", "no subresource", "event handler"}) {
+        Harness h;
+        if (variant != "no subresource") h.resource.subresources = {"status"};
+        kopf::on::create(h.registry, "kopfexamples", {.id = "fn"}, [](kopf::Context&) {
+            return json{{"m", 1}};
+        });
+        if (variant == "event handler")
+            kopf::on::event(h.registry, "kopfexamples", {.id = "ev"}, [](kopf::Context&) {});
+        RecordingApplier api{h.body};
+        auto out = h.process("ADDED");
+        json event = {{"type", "MODIFIED"}, {"object", h.body}};
+        auto& memory = h.memories.recall(event, h.memobase);
+        auto env = h.env();
+        std::vector<std::string> announced;
+        std::size_t requests_when_announced = 0;
+        auto result = kopf::loop::run_sync(kopf::reactor::apply_outcome(
+            api, env, h.resource, memory, out, [&](const std::string& version) {
+                announced.push_back(version);
+                requests_when_announced = api.requests.size();
+            }));
+        if (variant == "status follows") {
+            EXPECT_EQ(announced, std::vector<std::string>{"201"});
+            EXPECT_EQ(requests_when_announced, 1u);  // before the status patch went out
+            EXPECT_EQ(result.earlier_versions, std::vector<std::string>{"201"});
+            EXPECT_EQ(result.resource_version, "202");
+        } else {
+            EXPECT_TRUE(announced.empty()) << variant;
+        }
+    }
+}
+
 TEST(Application, FinalizerGuardConflictsAreKeptForTheNextEvent) {
     Harness h;
     kopf::on::delete_(h.registry, "kopfexamples", {.id = "d"}, [](kopf::Context&) {});
