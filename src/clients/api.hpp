@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "clients/errors.hpp"
@@ -87,6 +88,9 @@ struct WatchEvent {
     bool seen_by_listing = false;
 };
 
+// WatchRequest::take_unparsed: (the event's resourceVersion, its watch line) -> taken.
+using TakeUnparsed = std::function<bool(const std::string& version, std::string_view line)>;
+
 // What ApiClient::watch_objs watches and where its events go. Build it in a named variable with
 // designated initialisers, then move it into the call (not inside the co_await expression: see
 // include/kopf/task.hpp on temporaries in co_await).
@@ -101,9 +105,10 @@ struct WatchRequest {
     // After each complete (re)listing.
     std::function<void()> on_listed{};
     // If given, asked about each MODIFIED event whose line names its resourceVersion once (see
-    // json_codec's sole_resource_version) before the line is parsed; if it answers true, the
-    // event is dropped unparsed (the watch still resumes after it).
-    std::function<bool(const std::string&)> drop_unparsed{};
+    // json_codec's sole_resource_version) before the line is parsed, with that version and the
+    // line; if it answers true, the owner has taken the event unparsed (dropped it, or kept the
+    // line to parse later), and the watch resumes after it.
+    TakeUnparsed take_unparsed{};
     // If given, a 403 Forbidden ends the watch (no retries) and is reported here, as Kopf's
     // observers give up on APIForbiddenError: `listed` says whether the listing had passed and
     // only the watch was refused.

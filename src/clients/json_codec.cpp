@@ -317,15 +317,54 @@ class ResourceVersionFinder {
     std::string text_;
 };
 
+// What a quoted key found at `at` in a JSON text is.
+struct KeyAt {
+    bool is_key = false;                      // an unescaped quote, then a colon
+    std::optional<std::string_view> value{};  // its value, if a plain string (no escapes)
+};
+
+KeyAt key_at(std::string_view text, std::size_t at, std::size_t key_size) {
+    // A quote after an odd number of backslashes is inside a string: not a key.
+    std::size_t backslashes = 0;
+    while (backslashes < at && text[at - 1 - backslashes] == '\\') ++backslashes;
+    if (backslashes % 2 == 1) return {};
+    // An unescaped quote opens or closes a string; followed by a colon, it is a key.
+    std::size_t next = at + key_size;
+    while (next < text.size() && is_json_space(text[next])) ++next;
+    if (next == text.size() || text[next] != ':') return {};
+    do ++next;
+    while (next < text.size() && is_json_space(text[next]));
+    if (next == text.size() || text[next] != '"') return {true};
+    const std::size_t end = text.find('"', next + 1);
+    if (end == std::string_view::npos) return {true};
+    const std::string_view value = text.substr(next + 1, end - next - 1);
+    if (value.find('\\') != std::string_view::npos) return {true};
+    return {true, value};
+}
+
+// The value of the only key among the candidates that `find_key(from)` finds, in order.
+template <typename FindKey>
+std::optional<std::string_view> sole_value(std::string_view text, std::size_t key_size,
+                                           FindKey find_key) {
+    std::optional<std::string_view> found;
+    for (auto at = find_key(0); at != std::string_view::npos; at = find_key(at + 1)) {
+        const KeyAt key = key_at(text, at, key_size);
+        if (!key.is_key) continue;
+        // Named twice: which one is metadata's is for a parser.
+        if (found || !key.value) return std::nullopt;
+        found = key.value;
+    }
+    return found;
+}
+
 }  // namespace
 
 std::optional<std::string_view> sole_resource_version(std::string_view text) noexcept {
     constexpr std::string_view kKey = "\"resourceVersion\"";
-    std::optional<std::string_view> found;
     // By its 'V', which is rare in objects (memchr skips the rest at vector speed); find() and
     // memmem stop at every quote, and diff bases are full of them.
     constexpr std::size_t kV = 9;  // "resourceVersion": the V's offset
-    const auto find_key = [text, kKey](std::size_t from) -> std::size_t {
+    return sole_value(text, kKey.size(), [text, kKey](std::size_t from) -> std::size_t {
         for (std::size_t v = from + kV; v < text.size();) {
             const void* hit = std::memchr(text.data() + v, 'V', text.size() - v);
             if (!hit) break;
@@ -334,27 +373,13 @@ std::optional<std::string_view> sole_resource_version(std::string_view text) noe
             ++v;
         }
         return std::string_view::npos;
-    };
-    for (auto at = find_key(0); at != std::string_view::npos; at = find_key(at + 1)) {
-        // A quote after an odd number of backslashes is inside a string: not a key.
-        std::size_t backslashes = 0;
-        while (backslashes < at && text[at - 1 - backslashes] == '\\') ++backslashes;
-        if (backslashes % 2 == 1) continue;
-        // An unescaped quote opens or closes a string; followed by a colon, it is a key.
-        std::size_t next = at + kKey.size();
-        while (next < text.size() && is_json_space(text[next])) ++next;
-        if (next == text.size() || text[next] != ':') continue;
-        if (found) return std::nullopt;  // named twice: which one is metadata's is for a parser
-        do ++next;
-        while (next < text.size() && is_json_space(text[next]));
-        if (next == text.size() || text[next] != '"') return std::nullopt;
-        const std::size_t end = text.find('"', next + 1);
-        if (end == std::string_view::npos) return std::nullopt;
-        const std::string_view value = text.substr(next + 1, end - next - 1);
-        if (value.find('\\') != std::string_view::npos) return std::nullopt;
-        found = value;
-    }
-    return found;
+    });
+}
+
+std::optional<std::string_view> sole_uid(std::string_view text) noexcept {
+    constexpr std::string_view kKey = "\"uid\"";
+    return sole_value(text, kKey.size(),
+                      [text, kKey](std::size_t from) { return text.find(kKey, from); });
 }
 
 std::optional<std::string> find_resource_version(std::string_view text) noexcept {

@@ -26,6 +26,8 @@ std::optional<std::string> find_resource_version(std::string_view text) noexcept
 /// is not a plain string. In an object served by an API server, the only such key is
 /// metadata.resourceVersion: the text is assumed to be valid JSON and is not validated.
 std::optional<std::string_view> sole_resource_version(std::string_view text) noexcept;
+/// The same for the only "uid" key: metadata.uid in an object without owner references.
+std::optional<std::string_view> sole_uid(std::string_view text) noexcept;
 
 /// Exactly json.dump() (compact, UTF-8 as is, strict about invalid UTF-8), faster.
 std::string dump_json(const json& value);

@@ -89,10 +89,10 @@ struct ApiClient::Watcher {
 
     // One line of the stream; `what` names the request for errors.
     void read_line(std::string_view line, const std::string& what) {
-        if (request.drop_unparsed && is_modified_event(line)) {
+        if (request.take_unparsed && is_modified_event(line)) {
             if (const auto version = sole_resource_version(line)) {
                 std::string text(*version);
-                if (request.drop_unparsed(text)) {
+                if (request.take_unparsed(text, line)) {
                     resource_version = std::move(text);
                     return;
                 }

@@ -27,6 +27,7 @@ void check_line(std::string_view line) {
     }
     (void)find_resource_version(line);
     (void)sole_resource_version(line);
+    (void)kopf::clients::sole_uid(line);
     const kopf::json value = parse_json_or_discarded(line);
     if (value.is_discarded()) {
         try {

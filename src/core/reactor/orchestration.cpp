@@ -10,6 +10,8 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "clients/api.hpp"
+#include "clients/json_codec.hpp"
+#include "clients/lines.hpp"
 #include "clients/stop.hpp"
 #include "configs/client_settings.hpp"
 #include "core/actions/logging.hpp"
@@ -34,7 +36,9 @@ Orchestration::Orchestration(asio::io_context& io, clients::ApiClient& api,
       clusterwide(clusterwide),
       queues(queues),
       objects(objects),
-      indexing(indexing) {}
+      indexing(indexing) {
+    queues.parse_unparsed_with(&Orchestration::parse_deferred);
+}
 
 clients::WatchSettings Orchestration::watch_settings() const {
     return configs::watch_settings(settings);
@@ -188,17 +192,15 @@ void Orchestration::start_watcher(const WatcherKey& key, const structs::Resource
     logger("kopf.reactor.queueing")->debug("Watching {} {}.", resource.to_string(), where);
     engines::IndexingEngine::WatcherId indexed = 0;
     std::function<void()> on_listed;
-    std::function<bool(const std::string&)> drop_unparsed;
+    clients::TakeUnparsed take_unparsed;
     if (kind->indexed) {
         indexed = indexing->watcher_started(kind->public_);
         indexed_watchers[key] = indexed;
         on_listed = [self, indexed] { self->indexing->listed(indexed); };
     } else {
-        // Every event of an indexed kind is indexed: none is dropped unparsed.
-        drop_unparsed = [self, kind, prefix = kind->name + "/"](const std::string& version) {
-            if (!self->drop_echo(version, prefix)) return false;
-            if (kind->meters.events) kind->meters.events->Increment();
-            return true;
+        // Every event of an indexed kind is indexed: none is taken unparsed.
+        take_unparsed = [self, kind](const std::string& version, std::string_view line) {
+            return self->take_unparsed(kind, version, line);
         };
     }
     watch_until_stopped(
@@ -208,19 +210,59 @@ void Orchestration::start_watcher(const WatcherKey& key, const structs::Resource
         },
         "kopf.reactor.queueing",
         fmt::format("Watching {} {} has failed", resource.to_string(), where),
-        std::move(drop_unparsed), std::move(on_listed));
+        std::move(take_unparsed), std::move(on_listed));
 }
 
-// The event of our own patch that would change nothing is recognised by its version
-// before its line is parsed (parsing it was a fifth of the operator's work per object).
-bool Orchestration::drop_echo(const std::string& version, const std::string& key_prefix) {
+// Parsing watch events was the operator's largest cost per object, and most MODIFIED events
+// need none: the event of our own patch that would change nothing is recognised by its version
+// and dropped; an event of an object whose worker is busy is kept as text, and parsed only if it
+// is still the newest when the worker is free (the echoes of the handling cycle's own patches,
+// which at moderate rates arrive before the patches' answers, never are).
+bool Orchestration::take_unparsed(const std::shared_ptr<ServedKind>& kind,
+                                  const std::string& version, std::string_view line) {
     // A standby keeps every body it sees (the echo of a patch made before the lease was lost
     // included): it is the one to handle at the takeover.
     if (stopping || standby) return false;
-    const auto key = queues.drop_echo(version, key_prefix);
-    if (!key) return false;
-    if (const auto entry = objects.find(*key); entry != objects.end()) ++entry->second.events;
+    std::string key;
+    key.reserve(kind->name.size() + 64);  // room for a uid: one allocation
+    key.append(kind->name).push_back('/');
+    if (const auto dropped = queues.drop_echo(version, key)) {
+        if (const auto entry = objects.find(*dropped); entry != objects.end())
+            ++entry->second.events;
+    } else {
+        // Keyed as enqueue() keys it: an object without a sole uid in its line is parsed.
+        const auto uid = clients::sole_uid(line);
+        if (!uid || uid->empty() || !held.empty()) return false;
+        key.append(*uid);
+        const auto entry = objects.find(key);
+        if (entry == objects.end()) return false;
+        // Older than a version processed already: dropped, as enqueue_keyed() would.
+        const auto number = structs::version_number(version);
+        const bool stale =
+            number && entry->second.newest_version && *number < entry->second.newest_version;
+        if (!stale) {
+            bool batched = false;
+            if (!queues.push_unparsed(key, version, line, batched)) return false;
+            if (batched && kind->meters.batched) kind->meters.batched->Increment();
+            ++entry->second.events;
+        }
+    }
+    if (kind->meters.events) kind->meters.events->Increment();
     return true;
+}
+
+std::optional<json> Orchestration::parse_deferred(const std::string& key, std::string_view line) {
+    try {
+        clients::WatchLine event = clients::decode_watch_line(line, key);
+        json raw(json::value_t::object);
+        raw["type"] = std::move(event.type);
+        raw["object"] = std::move(event.object);
+        return raw;
+    } catch (const std::exception& error) {
+        logger("kopf.reactor.queueing")
+            ->error("An event of {} could not be read, and is skipped: {}", key, error.what());
+        return std::nullopt;
+    }
 }
 
 void Orchestration::on_watch_event(const std::shared_ptr<ServedKind>& kind,

@@ -107,14 +107,14 @@ class Orchestration {
                              std::shared_ptr<clients::StopSignal> stop,
                              std::function<void(clients::WatchEvent&&)> on_event,
                              const char* logger_name, std::string failure,
-                             std::function<bool(const std::string&)> drop_unparsed = {},
+                             clients::TakeUnparsed take_unparsed = {},
                              std::function<void()> on_listed = {},
                              std::function<void(bool)> on_forbidden = {}) {
         auto self = anchored();
         asio::co_spawn(
             io,
             [self, resource, namespace_, stop, on_event = std::move(on_event),
-             drop_unparsed = std::move(drop_unparsed), on_listed = std::move(on_listed),
+             take_unparsed = std::move(take_unparsed), on_listed = std::move(on_listed),
              on_forbidden = std::move(on_forbidden)]() -> asio::awaitable<void> {
                 // Named first: g++ 12 destroys argument temporaries of a co_await twice.
                 clients::WatchRequest request{.resource = resource,
@@ -123,7 +123,7 @@ class Orchestration {
                                               .on_event = on_event,
                                               .stop = stop.get(),
                                               .on_listed = on_listed,
-                                              .drop_unparsed = drop_unparsed,
+                                              .take_unparsed = take_unparsed,
                                               .on_forbidden = on_forbidden};
                 auto watching = self->api.watch_objs(std::move(request));
                 co_await std::move(watching);
@@ -149,7 +149,9 @@ class Orchestration {
     bool handles(const kopf::Resource& resource) const;
     void start_watcher(const WatcherKey& key, const structs::Resource& resource,
                        std::shared_ptr<clients::StopSignal> stop);
-    bool drop_echo(const std::string& version, const std::string& key_prefix);
+    bool take_unparsed(const std::shared_ptr<ServedKind>& kind, const std::string& version,
+                       std::string_view line);
+    static std::optional<json> parse_deferred(const std::string& key, std::string_view line);
     void on_watch_event(const std::shared_ptr<ServedKind>& kind,
                         engines::IndexingEngine::WatcherId indexed, clients::WatchEvent&& event);
     void enqueue(const std::shared_ptr<ServedKind>& kind, clients::WatchEvent&& event);

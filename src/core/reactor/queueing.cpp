@@ -62,12 +62,33 @@ bool ObjectQueues::has_slot() const {
 }
 
 bool ObjectQueues::push(const std::string& key, json event) {
+    auto version = resource_version_of(event);
+    return push_pending(key, Pending{std::move(event), {}, std::move(version)});
+}
+
+bool ObjectQueues::push_unparsed(const std::string& key, const std::string& version,
+                                 std::string_view line, bool& batched) {
+    if (stopping_ || !parser_) return false;
+    const auto it = workers_.find(key);
+    if (it == workers_.end() || it->second.state == State::idle) return false;
+    batched = push_pending(key, Pending{json(), std::string(line), version});
+    return true;
+}
+
+std::optional<json> ObjectQueues::take_latest(const std::string& key, Worker& worker) {
+    Pending pending = std::move(*worker.latest);
+    worker.latest.reset();
+    if (pending.line.empty()) return std::move(pending.event);
+    return parser_(key, pending.line);
+}
+
+bool ObjectQueues::push_pending(const std::string& key, Pending pending) {
     if (stopping_) return false;
     auto [it, created] = workers_.try_emplace(key);
     Worker& worker = it->second;
-    const auto version = resource_version_of(event);
+    const std::optional<std::string> version = pending.version;
     const bool batched = worker.latest.has_value();
-    worker.latest = std::move(event);
+    worker.latest = std::move(pending);
     if (created) {
         if (has_slot()) {
             ++running_;
@@ -121,13 +142,16 @@ void ObjectQueues::process(const std::string& key, Worker& worker) {
     if (!worker.superseded_echoes.empty()) forget_superseded_echoes(key, worker);
     worker.expected_object.clear();
     worker.expected_is_noop = false;
-    worker.processing_version = resource_version_of(*worker.latest);
+    worker.processing_version = worker.latest->version;
     worker.seen_versions.clear();
     worker.seen_truncated = false;
-    json event = std::move(*worker.latest);
-    worker.latest.reset();
+    std::optional<json> event = take_latest(key, worker);
+    if (!event) {
+        go_idle(key, worker);
+        return;
+    }
     const unsigned long generation = worker.generation;
-    processor_(key, std::move(event), [this, key, generation](Processed processed) {
+    processor_(key, std::move(*event), [this, key, generation](Processed processed) {
         executor_.post([this, key, generation, processed = std::move(processed)]() mutable {
             auto it = workers_.find(key);
             if (it == workers_.end() || it->second.generation != generation) return;
@@ -300,13 +324,13 @@ void ObjectQueues::on_consistency_timeout(const std::string& key) {
         go_idle(key, worker);
 }
 
-std::optional<json> ObjectQueues::patched_event_if_freshest(const Worker& worker) {
+std::optional<ObjectQueues::Pending> ObjectQueues::patched_event_if_freshest(const Worker& worker) {
     if (worker.expected_object.empty() || !worker.expected_version) return std::nullopt;
     if (worker.latest) {
         // Versions compared only where they are numbers; otherwise the latest event wins (as
         // Kopf, which never compares them).
         const auto patched = structs::version_number(*worker.expected_version);
-        const auto latest = resource_version_of(*worker.latest);
+        const auto& latest = worker.latest->version;
         const auto latest_number = latest ? structs::version_number(*latest) : std::nullopt;
         if (!patched || !latest_number || *latest_number > *patched) return std::nullopt;
     }
@@ -315,7 +339,7 @@ std::optional<json> ObjectQueues::patched_event_if_freshest(const Worker& worker
     json event(json::value_t::object);
     event["type"] = "MODIFIED";
     event["object"] = std::move(object);
-    return event;
+    return Pending{std::move(event), {}, worker.expected_version};
 }
 
 void ObjectQueues::on_hold_expired(const std::string& key) {

@@ -54,6 +54,10 @@ class ObjectQueues {
     };
     using Done = std::function<void(Processed)>;
     using Processor = std::function<void(const std::string& key, json&& event, Done done)>;
+    // Makes the watch event of a line taken by push_unparsed(); nullopt if it cannot (after
+    // saying why).
+    using Parser =
+        std::function<std::optional<json>(const std::string& key, std::string_view line)>;
 
     ObjectQueues(Executor& executor, QueueingOptions options, Processor processor);
     ObjectQueues(const ObjectQueues&) = delete;
@@ -63,6 +67,14 @@ class ObjectQueues {
     // Returns true when it replaced an event not processed yet (batched: only the newest
     // event of an object is processed).
     bool push(const std::string& key, json event);
+    // The same for an event still in its watch line, if the object's worker is not idle (else
+    // false, and the caller parses and push()es it): it is parsed only if it is still the newest
+    // when the worker takes it. Most are superseded by then (the echoes of our own patches that
+    // arrive while the worker waits for the patches' answers above all), and never parsed.
+    // `batched` tells whether it replaced an event not processed yet.
+    bool push_unparsed(const std::string& key, const std::string& version, std::string_view line,
+                       bool& batched);
+    void parse_unparsed_with(Parser parser) { parser_ = std::move(parser); }
 
     // Drops the event of our own patch of this resourceVersion if it is awaited and would
     // change nothing (see Done), without it ever being parsed; returns the key of its object,
@@ -98,9 +110,15 @@ class ObjectQueues {
 
   private:
     enum class State { waiting_for_slot, busy, consistency, held, idle };
+    // An event waiting for its worker: parsed, or still the text of its watch line.
+    struct Pending {
+        json event;                          // null while `line` holds it
+        std::string line;                    // the watch line, not parsed yet (if not empty)
+        std::optional<std::string> version;  // its resourceVersion
+    };
     struct Worker {
         State state = State::waiting_for_slot;
-        std::optional<json> latest;  // the batched backlog: only the newest event matters
+        std::optional<Pending> latest;  // the batched backlog: only the newest event matters
         std::optional<std::string> expected_version;
         std::string expected_object;                // JSON text of the expected version (Processed)
         bool expected_is_noop = false;              // the expected version needs no processing
@@ -114,6 +132,9 @@ class ObjectQueues {
         unsigned long generation = 0;
     };
 
+    bool push_pending(const std::string& key, Pending pending);
+    // The worker's latest event, parsed if it was not (nullopt if it cannot be).
+    std::optional<json> take_latest(const std::string& key, Worker& worker);
     bool has_slot() const;
     // Voids the timers of the worker's earlier states; returns its new generation.
     unsigned long renew_generation(Worker& worker);
@@ -146,7 +167,7 @@ class ObjectQueues {
     bool in_force(const Deadline& deadline) const;
     void on_consistency_timeout(const std::string& key);
     // The event of the object as our last patch left it, if nothing newer is known.
-    static std::optional<json> patched_event_if_freshest(const Worker& worker);
+    static std::optional<Pending> patched_event_if_freshest(const Worker& worker);
     void forget_noop_echo(const std::string& key, const Worker& worker);
     void forget_superseded_echoes(const std::string& key, Worker& worker);
     // drop_echo() of an event that expect_superseded_echo() announced.
@@ -158,6 +179,7 @@ class ObjectQueues {
     Executor& executor_;
     QueueingOptions options_;
     Processor processor_;
+    Parser parser_;
     std::unordered_map<std::string, Worker> workers_;
     unsigned long last_generation_ = 0;
     // resourceVersion -> key of the workers whose awaited event needs no processing.

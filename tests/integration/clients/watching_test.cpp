@@ -40,7 +40,7 @@ struct Recorder {
 struct Watch {
     std::string ns = "default";
     WatchSettings settings{};
-    std::function<bool(const std::string&)> drop_unparsed{};
+    TakeUnparsed take_unparsed{};
     std::size_t stop_after = 0;  // events; 0: until the test ends
 };
 
@@ -71,7 +71,7 @@ class Watching : public ClientTest {
                 },
             .stop = &recorder.stop,
             .on_listed = [&recorder] { ++recorder.listings; },
-            .drop_unparsed = std::move(options.drop_unparsed),
+            .take_unparsed = std::move(options.take_unparsed),
         };
         asio::co_spawn(io, api->watch_objs(std::move(request)),
                        [&recorder](std::exception_ptr failure) {
@@ -126,11 +126,14 @@ TEST_F(Watching, ListedObjectsAreFlaggedThenEventsFollow) {
 
 TEST_F(Watching, ModifiedEventsAreDroppedUnparsedWhenTheirVersionIsRefused) {
     std::vector<std::string> asked;
+    std::vector<json> lines;
     bool refuse = false;
-    auto& recorder = watch({.drop_unparsed = [&](const std::string& version) {
-        asked.push_back(version);
-        return refuse;
-    }});
+    auto& recorder =
+        watch({.take_unparsed = [&](const std::string& version, std::string_view line) {
+            asked.push_back(version);
+            lines.push_back(json::parse(line));
+            return refuse;
+        }});
     ASSERT_TRUE(listed(recorder));
     run(api->create(configmaps(), "default", configmap("cm-echo")));
     auto patch = [&](const char* value) {
@@ -143,8 +146,12 @@ TEST_F(Watching, ModifiedEventsAreDroppedUnparsedWhenTheirVersionIsRefused) {
     refuse = true;
     const std::string dropped = patch("2");
     ASSERT_TRUE(drive([&] { return asked.size() == 2; }));
-    // Asked only about MODIFIED events, with each event's own version.
+    // Asked only about MODIFIED events, with each event's own version and line.
     EXPECT_EQ(asked, (std::vector<std::string>{kept, dropped}));
+    ASSERT_EQ(lines.size(), 2U);
+    EXPECT_EQ(lines[1]["type"], "MODIFIED");
+    EXPECT_EQ(lines[1]["object"]["data"]["k"], "2");
+    EXPECT_EQ(lines[1]["object"]["metadata"]["resourceVersion"], dropped);
 
     // The dropped event is seen: a resumed stream starts after it, so it never comes again.
     refuse = false;
@@ -334,7 +341,7 @@ TEST_F(RawWatching, KubernetesOrderedModifiedLinesAreAlsoRecognisedBeforeParsing
                 true};
     });
     std::vector<std::string> asked;
-    auto& recorder = watch({.drop_unparsed = [&](const std::string& version) {
+    auto& recorder = watch({.take_unparsed = [&](const std::string& version, std::string_view) {
         asked.push_back(version);
         return true;
     }});

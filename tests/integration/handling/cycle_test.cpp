@@ -165,6 +165,51 @@ TEST_F(HandlingCycle, LateEchoesOfOurPatchesRunNoSucceededHandlerAgain) {
     EXPECT_EQ(operator_->stop(), "");
 }
 
+// Changes made while a handler runs come as events that wait, unparsed, behind the busy worker:
+// only the newest is read, once the handler's cycle is over, and it carries them all. The
+// handlers see the object's latest state; none runs twice.
+TEST_F(HandlingCycle, ChangesMadeWhileAHandlerRunsAreHandledOnceWithTheLatestState) {
+    struct Shared {
+        Calls calls;
+        std::atomic<bool> released{false};
+    };
+    auto shared = std::make_shared<Shared>();
+    Registry registry;
+    on::create create_fn(registry, "kopfexamples", {.id = "create_fn"}, [shared](Context&) {
+        shared->calls.add("create_fn");
+        for (int i = 0; i < 1000 && !shared->released; ++i) std::this_thread::sleep_for(10ms);
+        return json{{"message", "created"}};
+    });
+    on::update update_fn(registry, "kopfexamples", {.id = "update_fn"}, [shared](Context& ctx) {
+        shared->calls.add("update_fn", ctx.diff.to_json());
+        return json{{"seen", ctx.spec}};
+    });
+    auto operator_ = start_operator(registry);
+
+    create(example("kex-meanwhile", {{"field", "value"}, {"nested", {{"a", {{"b", 1}}}}}}));
+    ASSERT_TRUE(eventually([&] { return shared->calls.count("create_fn") == 1; }));
+    patch("kex-meanwhile", {{"spec", {{"field", "first"}}}});
+    patch("kex-meanwhile", {{"metadata", {{"labels", {{"changed", "meanwhile"}}}}}});
+    patch("kex-meanwhile", {{"spec", {{"field", "second"}, {"nested", {{"a", {{"b", 2}}}}}}}});
+    std::this_thread::sleep_for(200ms);
+    shared->released = true;
+    std::optional<json> body;
+    ASSERT_TRUE(eventually([&] {
+        body = get("kex-meanwhile");
+        return body && body->value("/status/update_fn/seen/field"_json_pointer, json()) == "second";
+    })) << (body ? body->dump(2) : "no object");
+    EXPECT_EQ(body->value("/status/update_fn/seen/nested/a/b"_json_pointer, json()), 2);
+    EXPECT_EQ(body->value("/status/create_fn/message"_json_pointer, json()), "created");
+    std::this_thread::sleep_for(300ms);  // and nothing more follows
+    EXPECT_EQ(shared->calls.count("create_fn"), 1);
+    ASSERT_EQ(shared->calls.count("update_fn"), 1) << json(shared->calls.details("update_fn"));
+    EXPECT_EQ(shared->calls.details("update_fn")[0],
+              json::parse(R"([["change",["spec","field"],"value","second"],)"
+                          R"(["change",["spec","nested","a","b"],1,2],)"
+                          R"(["add",["metadata"],null,{"labels":{"changed":"meanwhile"}}]])"));
+    EXPECT_EQ(operator_->stop(), "");
+}
+
 TEST_F(HandlingCycle, SubHandlersRunWithParentChildIdsAndTheirOwnProgress) {
     Calls calls;
     Registry registry;

@@ -198,3 +198,22 @@ TEST(JsonCodec, FindsTheOnlyResourceVersionKeyBySearchingAndGivesUpOnAnyDoubt) {
                   R"({"metadata":{"resourceVersion":"1"},"spec":{"resourceVersion":"2"}})"),
               "1");
 }
+
+// The key of an event kept unparsed (an object without owner references): found by the same
+// search, and given up on as readily.
+TEST(JsonCodec, FindsTheOnlyUidKeyBySearchingAndGivesUpOnAnyDoubt) {
+    using kopf::clients::sole_uid;
+    // managedFields name it in keys of their own ("f:uid"), escaped keys are inside strings.
+    const std::string watch_line =
+        R"({"object":{"metadata":{"annotations":{"note":"{\"uid\":\"x\"}"},"managedFields":)"
+        R"([{"fieldsV1":{"f:spec":{"f:uid":{}}}}],"name":"a","uid" : "u-1"},"spec":{"uid2":1}},)"
+        R"("type":"MODIFIED"})";
+    EXPECT_EQ(sole_uid(watch_line), "u-1");
+    // An owner reference names another uid: only a parser can tell which is metadata's.
+    EXPECT_EQ(sole_uid(R"({"metadata":{"ownerReferences":[{"uid":"o-1"}],"uid":"u-1"}})"),
+              std::nullopt);
+    EXPECT_EQ(sole_uid(R"({"metadata":{"uid":7}})"), std::nullopt);
+    EXPECT_EQ(sole_uid(R"({"metadata":{"name":"uid"}})"), std::nullopt);
+    EXPECT_EQ(sole_uid(R"({"metadata":{"uid":"u-)"), std::nullopt);
+    EXPECT_EQ(sole_uid(""), std::nullopt);
+}

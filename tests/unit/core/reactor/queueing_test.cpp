@@ -502,3 +502,97 @@ TEST_F(ObjectQueues, ShutdownDoesNotWaitForHeldObjects) {
     queues.shutdown([&] { finished = true; });
     EXPECT_TRUE(finished);
 }
+
+namespace {
+
+// A watch line of `type` at `version`, and a parser that counts what it parses.
+std::string line(const std::string& type, const std::string& version) {
+    return event(type, version).dump();
+}
+
+struct CountingParser {
+    std::vector<std::string> parsed;  // the versions parsed
+    Queues::Parser parser() {
+        return [this](const std::string&, std::string_view text) -> std::optional<json> {
+            json parsed_event = json::parse(text, nullptr, /*allow_exceptions=*/false);
+            if (parsed_event.is_discarded()) return std::nullopt;
+            parsed.push_back(parsed_event["object"]["metadata"]["resourceVersion"]);
+            return parsed_event;
+        };
+    }
+};
+
+}  // namespace
+
+// Only a worker that is not idle takes a line unparsed: an event for an idle or unknown worker
+// is processed at once, so the caller parses it.
+TEST_F(ObjectQueues, OnlyAWorkerThatIsNotIdleTakesAnEventUnparsed) {
+    auto& queues = start();
+    CountingParser counting;
+    queues.parse_unparsed_with(counting.parser());
+    bool batched = true;
+    EXPECT_FALSE(queues.push_unparsed("uid1", "1", line("MODIFIED", "1"), batched));
+    queues.push("uid1", event("ADDED", "1"));
+    EXPECT_TRUE(queues.push_unparsed("uid1", "2", line("MODIFIED", "2"), batched));
+    EXPECT_FALSE(batched);
+    recorder.finish();
+    executor.advance(0);
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "2"}));
+    recorder.finish();
+    executor.advance(0);
+    EXPECT_FALSE(queues.push_unparsed("uid1", "3", line("MODIFIED", "3"), batched));  // idle
+    EXPECT_EQ(counting.parsed, (std::vector<std::string>{"2"}));
+}
+
+// Events that come while the worker is busy are parsed only if they are still the newest when
+// it is free: the superseded ones, and the echoes of the cycle's own writes, never are.
+TEST_F(ObjectQueues, EventsSupersededWhileBusyAreNeverParsed) {
+    auto& queues = start();
+    CountingParser counting;
+    queues.parse_unparsed_with(counting.parser());
+    bool batched = false;
+    queues.push("uid1", event("ADDED", "1"));
+    ASSERT_TRUE(queues.push_unparsed("uid1", "2", line("MODIFIED", "2"), batched));
+    ASSERT_TRUE(queues.push_unparsed("uid1", "3", line("MODIFIED", "3"), batched));
+    EXPECT_TRUE(batched);  // "2" was replaced
+    recorder.finish();
+    executor.advance(0);
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"}));
+    EXPECT_EQ(counting.parsed, (std::vector<std::string>{"3"}));
+
+    // A status-subresource cycle whose two echoes (4, then 5) both came before the answers:
+    // neither is parsed, and the worker goes idle.
+    ASSERT_TRUE(queues.push_unparsed("uid1", "4", line("MODIFIED", "4"), batched));
+    ASSERT_TRUE(queues.push_unparsed("uid1", "5", line("MODIFIED", "5"), batched));
+    recorder.finish("5", true, "", {"4"});
+    executor.advance(0);
+    EXPECT_EQ(queues.busy_workers(), 0u);
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"}));
+    EXPECT_EQ(counting.parsed, (std::vector<std::string>{"3"}));
+
+    // Someone else's change among the echoes is parsed and processed.
+    queues.push("uid1", event("MODIFIED", "6"));
+    ASSERT_TRUE(queues.push_unparsed("uid1", "7", line("MODIFIED", "7"), batched));
+    ASSERT_TRUE(queues.push_unparsed("uid1", "8", line("MODIFIED", "8"), batched));  // theirs
+    ASSERT_TRUE(queues.push_unparsed("uid1", "9", line("MODIFIED", "9"), batched));
+    recorder.finish("9", true, "", {"7"});
+    executor.advance(0);
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3", "6", "9"}));
+    EXPECT_EQ(counting.parsed, (std::vector<std::string>{"3", "9"}));
+}
+
+// A line that cannot be parsed when its turn comes is skipped (the parser says why); the worker
+// goes on with the object's next event.
+TEST_F(ObjectQueues, AnUnreadableLineIsSkippedAndTheNextEventProcessed) {
+    auto& queues = start();
+    CountingParser counting;
+    queues.parse_unparsed_with(counting.parser());
+    bool batched = false;
+    queues.push("uid1", event("ADDED", "1"));
+    ASSERT_TRUE(queues.push_unparsed("uid1", "2", R"({"type":"MODIFIED","object":{)", batched));
+    recorder.finish();
+    executor.advance(0);
+    EXPECT_EQ(queues.busy_workers(), 0u);
+    queues.push("uid1", event("MODIFIED", "3"));
+    EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"}));
+}
