@@ -1,8 +1,10 @@
 #include "core/engines/daemons.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 
@@ -91,97 +93,148 @@ detail::FlagSleep sleep_on(StopFlag& flag, Executor& loop, double seconds) {
 
 // The body views a context binds to must exist, so that refreshing them in place keeps every
 // reference of the context valid.
+void ensure_view(json::object_t& level, const char* key) {
+    if (const auto it = level.find(key); it == level.end()) level.emplace(key, json::object());
+}
 void ensure_views(json& body) {
     if (!body.is_object()) body = json::object();
-    for (const char* key : {"metadata", "spec", "status"}) {
-        if (!body.contains(key)) body[key] = json::object();
-    }
-    json& meta = body["metadata"];
+    auto& top = body.get_ref<json::object_t&>();
+    for (const char* key : {"metadata", "spec", "status"}) ensure_view(top, key);
+    json& meta = top.find("metadata")->second;
     if (meta.is_object()) {
-        for (const char* key : {"labels", "annotations"}) {
-            if (!meta.contains(key)) meta[key] = json::object();
-        }
+        auto& level = meta.get_ref<json::object_t&>();
+        for (const char* key : {"labels", "annotations"}) ensure_view(level, key);
     }
 }
 
 // Makes `local` equal to `latest` (in value and in type: nlohmann's == takes 1 and 1.0 for
 // equal), copying only what differs: most of an echo's body is unchanged, and a walk that
-// allocates nothing costs less than copying the tree and destroying the old one.
+// allocates nothing costs less than copying the tree and destroying the old one. Unchanged
+// nodes stay where they are (a reference into them stays valid). The maps are walked side by
+// side (both sorted), with one comparison of the keys per step and no lookups.
 void update_in_place(json& local, const json& latest) {
-    if (local.type() != latest.type() || (!latest.is_structured() && local != latest)) {
+    using value_t = json::value_t;
+    if (local.type() != latest.type()) {
         local = latest;
-    } else if (latest.is_object()) {
-        auto& mine = local.get_ref<json::object_t&>();
-        const auto& theirs = latest.get_ref<const json::object_t&>();
-        auto m = mine.begin();
-        for (auto t = theirs.begin(); t != theirs.end(); ++t) {
-            while (m != mine.end() && m->first < t->first) m = mine.erase(m);
-            if (m != mine.end() && m->first == t->first) {
-                update_in_place(m->second, t->second);
+        return;
+    }
+    switch (latest.type()) {
+        case value_t::object: {
+            auto& mine = local.get_ref<json::object_t&>();
+            const auto& theirs = latest.get_ref<const json::object_t&>();
+            auto m = mine.begin();
+            for (auto t = theirs.begin(); t != theirs.end(); ++t) {
+                int order = 1;
+                while (m != mine.end() && (order = m->first.compare(t->first)) < 0)
+                    m = mine.erase(m);
+                if (m != mine.end() && order == 0) {
+                    update_in_place(m->second, t->second);
+                    ++m;
+                } else {
+                    mine.emplace_hint(m, t->first, t->second);
+                }
+            }
+            mine.erase(m, mine.end());
+            break;
+        }
+        case value_t::array: {
+            auto& mine = local.get_ref<json::array_t&>();
+            const auto& theirs = latest.get_ref<const json::array_t&>();
+            if (mine.size() > theirs.size()) mine.resize(theirs.size());
+            for (std::size_t i = 0; i < theirs.size(); ++i) {
+                if (i < mine.size()) {
+                    update_in_place(mine[i], theirs[i]);
+                } else {
+                    mine.push_back(theirs[i]);
+                }
+            }
+            break;
+        }
+        case value_t::string: {
+            auto& mine = local.get_ref<json::string_t&>();
+            const auto& theirs = latest.get_ref<const json::string_t&>();
+            if (mine != theirs) mine = theirs;  // the buffer is reused
+            break;
+        }
+        case value_t::boolean:
+            local.get_ref<json::boolean_t&>() = latest.get_ref<const json::boolean_t&>();
+            break;
+        case value_t::number_integer:
+            local.get_ref<json::number_integer_t&>() =
+                latest.get_ref<const json::number_integer_t&>();
+            break;
+        case value_t::number_unsigned:
+            local.get_ref<json::number_unsigned_t&>() =
+                latest.get_ref<const json::number_unsigned_t&>();
+            break;
+        case value_t::number_float:
+            local.get_ref<json::number_float_t&>() = latest.get_ref<const json::number_float_t&>();
+            break;
+        case value_t::binary:
+            if (local != latest) local = latest;
+            break;
+        case value_t::null:
+        case value_t::discarded:
+            break;
+    }
+}
+
+// One level of the views (the body, or its metadata): made equal to `latest` as above, except
+// that the nodes a context binds to (`views`) are never erased: emptied if `latest` has none.
+// `nested` is the key of the next such level (the metadata), refreshed the same way.
+template <std::size_t N>
+void refresh_level(json::object_t& mine, const json::object_t& theirs,
+                   const std::array<std::string_view, N>& views, std::string_view nested);
+
+constexpr std::array<std::string_view, 3> BODY_VIEWS{"metadata", "spec", "status"};
+constexpr std::array<std::string_view, 2> META_VIEWS{"annotations", "labels"};
+
+template <std::size_t N>
+bool is_view(const std::string& key, const std::array<std::string_view, N>& views) {
+    return std::find(views.begin(), views.end(), key) != views.end();
+}
+
+template <std::size_t N>
+void refresh_level(json::object_t& mine, const json::object_t& theirs,
+                   const std::array<std::string_view, N>& views, std::string_view nested) {
+    auto m = mine.begin();
+    auto t = theirs.begin();
+    while (m != mine.end() || t != theirs.end()) {
+        const int order = m == mine.end() ? 1 : t == theirs.end() ? -1 : m->first.compare(t->first);
+        if (order < 0) {  // gone from the object
+            if (is_view(m->first, views)) {
+                if (!m->second.is_object() || !m->second.empty()) m->second = json::object();
+                ++m;
             } else {
-                m = mine.emplace_hint(m, t->first, t->second);
+                m = mine.erase(m);
+            }
+        } else if (order > 0) {  // new in the object
+            mine.emplace_hint(m, t->first, t->second);
+            ++t;
+        } else {
+            if (!nested.empty() && m->first == nested && m->second.is_object() &&
+                t->second.is_object()) {
+                refresh_level(m->second.get_ref<json::object_t&>(),
+                              t->second.get_ref<const json::object_t&>(), META_VIEWS, {});
+            } else {
+                update_in_place(m->second, t->second);
             }
             ++m;
-        }
-        mine.erase(m, mine.end());
-    } else if (latest.is_array()) {
-        auto& mine = local.get_ref<json::array_t&>();
-        const auto& theirs = latest.get_ref<const json::array_t&>();
-        if (mine.size() > theirs.size()) mine.resize(theirs.size());
-        for (std::size_t i = 0; i < theirs.size(); ++i) {
-            if (i < mine.size()) {
-                update_in_place(mine[i], theirs[i]);
-            } else {
-                mine.push_back(theirs[i]);
-            }
+            ++t;
         }
     }
 }
 
 // Replaces the content of `local` with `latest` without moving the nodes a context refers to
-// (the body, metadata, spec, status, labels, annotations).
+// (the body, metadata, spec, status, labels, annotations), nor any node that did not change.
 void refresh_in_place(json& local, const json& latest) {
     if (!latest.is_object()) return;
-    for (auto it = local.begin(); it != local.end();) {
-        const bool kept = it.key() == "metadata" || it.key() == "spec" || it.key() == "status";
-        if (!kept && !latest.contains(it.key())) {
-            it = local.erase(it);
-        } else {
-            ++it;
-        }
-    }
-    for (auto it = latest.begin(); it != latest.end(); ++it) {
-        if (it.key() != "metadata" || !it->is_object() || !local[it.key()].is_object()) {
-            update_in_place(local[it.key()], *it);
-            continue;
-        }
-        json& meta = local["metadata"];
-        for (auto m = meta.begin(); m != meta.end();) {
-            const bool kept = m.key() == "labels" || m.key() == "annotations";
-            if (!kept && !it->contains(m.key())) {
-                m = meta.erase(m);
-            } else {
-                ++m;
-            }
-        }
-        for (auto m = it->begin(); m != it->end(); ++m) update_in_place(meta[m.key()], *m);
-    }
-    ensure_views(local);
-}
-
-// What a merge patch needs of the object: its address and version.
-json address_of(const json& body) {
-    json address = json::object();
-    for (const char* key : {"apiVersion", "kind"}) {
-        if (body.contains(key)) address[key] = body[key];
-    }
-    json& meta = address["metadata"] = json::object();
-    if (const auto m = body.find("metadata"); m != body.end() && m->is_object()) {
-        for (const char* key : {"name", "namespace", "uid", "resourceVersion"}) {
-            if (m->contains(key)) meta[key] = (*m)[key];
-        }
-    }
-    return address;
+    // The views, once made, are never erased by a refresh: only the first one makes them.
+    const bool first = !local.is_object() || local.empty();
+    if (!local.is_object()) local = json::object();
+    refresh_level(local.get_ref<json::object_t&>(), latest.get_ref<const json::object_t&>(),
+                  BODY_VIEWS, "metadata");
+    if (first) ensure_views(local);
 }
 
 }  // namespace
@@ -292,12 +345,15 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
         while (!self->outbox.empty()) {
             Patch next = std::move(self->outbox.front());
             self->outbox.erase(self->outbox.begin());
-            // A merge patch needs only the object's address; transformations the whole body.
+            // A merge patch needs only the object's address: the views themselves (refreshed in
+            // place meanwhile, the address never changes; the memory lives as long as the
+            // daemon). Transformations are diffed against the body as it is now.
             const json& live = self->memory->live();
-            json body = next.fns.empty() ? address_of(live) : live;
+            json snapshot = next.fns.empty() ? json() : live;
+            const json& body = next.fns.empty() ? live : snapshot;
             try {
-                auto writing = self->core->write(*self->memory->resource, std::move(body),
-                                                 std::move(next), self->logger());
+                auto writing = self->core->write(*self->memory->resource, body, std::move(next),
+                                                 self->logger());
                 co_await std::move(writing);
             } catch (const std::exception& e) {
                 self->logger().error("{} could not patch the object: {}", self->name, e.what());

@@ -42,9 +42,10 @@ class Daemon;  // one running daemon or timer
 struct EngineCore;
 
 /// How the engine writes a daemon's or timer's patch (the reactor's patching: the merge patch,
-/// the status subresource, transformations). `body` is the latest known body of the object.
-using PatchWriter =
-    std::function<Task<void>(const Resource& resource, json body, Patch patch, Logger& logger)>;
+/// the status subresource, transformations). `body` is the object's address (namespace, name),
+/// and with transformations its latest known body; it stays valid until the task ends.
+using PatchWriter = std::function<Task<void>(const Resource& resource, const json& body,
+                                             Patch patch, Logger& logger)>;
 
 struct DaemonsEnv {
     Executor& loop;

@@ -46,7 +46,7 @@ struct DaemonsBed {
 
     void start() {
         engines::DaemonsEnv env{ex, std::make_shared<const OperatorSettings>(settings), Client(),
-                                [this](const Resource&, json, Patch patch, Logger&) {
+                                [this](const Resource&, const json&, Patch patch, Logger&) {
                                     return record(this, std::move(patch));
                                 }};
         env.now = [this] { return wall(); };
@@ -289,6 +289,49 @@ TEST(DaemonTiming, CoroutineDaemonViewsEqualTheObjectAfterEveryKindOfChange) {
         EXPECT_EQ((*seen)[i]["metadata"]["labels"].dump(), expected[i]["metadata"]["labels"].dump())
             << i;
     }
+}
+
+// What did not change stays where it was (a reference into it stays valid), what changed is
+// there at the next resumption, and a view the object no longer has is empty, not stale.
+TEST(DaemonTiming, CoroutineDaemonViewsKeepUnchangedNodesInPlaceAndEmptyTheViewsGone) {
+    DaemonsBed bed;
+    bed.body = rich_body("first");
+    bed.body["status"] = {{"phase", "one"}};
+    struct Seen {
+        const json* deep = nullptr;  // ctx.spec["deep"] at each step
+        const json* name = nullptr;  // ctx.meta["name"]
+        json status;
+        json spec_field;
+    };
+    auto seen = std::make_shared<std::vector<Seen>>();
+    on::daemon d(bed.registry, "kopfexamples", {.id = "d"}, [seen](Context& ctx) -> Task<void> {
+        while (!ctx.stopped) {
+            seen->push_back({&ctx.spec["deep"], &ctx.meta["name"], ctx.status,
+                             ctx.spec.value("field", json())});
+            co_await kopf::sleep(1);
+        }
+    });
+    bed.start();
+    bed.event("");
+    bed.run_until(0.5);
+    bed.body["status"]["phase"] = "two";  // as a timer's own patch does
+    bed.body["metadata"]["resourceVersion"] = "2";
+    bed.event();
+    bed.run_until(1.5);
+    bed.body.erase("status");  // gone from the object
+    bed.body["spec"]["field"] = "changed";
+    bed.event();
+    bed.run_until(2.5);
+    ASSERT_EQ(seen->size(), 3u);
+    for (const auto& s : *seen) {
+        EXPECT_EQ(s.deep, (*seen)[0].deep);
+        EXPECT_EQ(s.name, (*seen)[0].name);
+    }
+    EXPECT_EQ((*seen)[0].status, json({{"phase", "one"}}));
+    EXPECT_EQ((*seen)[1].status, json({{"phase", "two"}}));
+    EXPECT_EQ((*seen)[2].status, json::object());
+    EXPECT_EQ((*seen)[1].spec_field, "value");
+    EXPECT_EQ((*seen)[2].spec_field, "changed");
 }
 
 TEST(DaemonTiming, PlainTimerCountsItsIntervalFromTheEndOfEachRun) {
