@@ -47,11 +47,11 @@ class LoopGuard {
 // delays fire at once and the awaitables throw kopf::CancelledError.
 class DaemonExecutor final : public loop::CancellableExecutor {
   public:
-    DaemonExecutor(Executor& loop, std::shared_ptr<LoopGuard> guard, std::shared_ptr<StopFlag> flag,
+    DaemonExecutor(Executor& loop, std::shared_ptr<LoopGuard> guard, const StopFlag& flag,
                    bool own_threads)
         : CancellableExecutor(loop),
           guard_(std::move(guard)),
-          flag_(std::move(flag)),
+          flag_(flag),
           own_threads_(own_threads) {}
 
     void run_blocking(std::function<void()> work, std::function<void()> done) override {
@@ -67,11 +67,17 @@ class DaemonExecutor final : public loop::CancellableExecutor {
             --threads_running;
         }).detach();
     }
-    bool cancelled() const override { return flag_->cancelled(); }
+    bool cancelled() const override { return flag_.cancelled(); }
+    /// The executor is part of its daemon: the delays hold on to the daemon.
+    void bind(std::weak_ptr<CancellableExecutor> self) { self_ = std::move(self); }
+
+  protected:
+    std::weak_ptr<CancellableExecutor> weak_self() override { return self_; }
 
   private:
     std::shared_ptr<LoopGuard> guard_;
-    std::shared_ptr<StopFlag> flag_;
+    const StopFlag& flag_;  // its daemon's
+    std::weak_ptr<CancellableExecutor> self_;
     bool own_threads_;
 };
 
@@ -292,22 +298,23 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
     Daemon(std::shared_ptr<EngineCore> core, const EngineCore::Handler& handler,
            std::shared_ptr<DaemonsMemory> memory)
         : core(std::move(core)),
-          handler(handler.spawning),
-          invocable(handler.invocable),
+          handler(handler.spawning.get()),
+          invocable(handler.invocable.get()),
           memory(std::move(memory)),
-          flag(std::make_shared<StopFlag>(invocable->fn.sync ? StopFlag::Mode::BLOCKING
-                                                             : StopFlag::Mode::SUSPENDING)),
-          executor(std::make_shared<DaemonExecutor>(
-              this->core->loop, this->core->guard, flag,
-              this->handler->kind == SpawningHandler::Kind::DAEMON)),
+          flag(invocable->fn.sync ? StopFlag::Mode::BLOCKING : StopFlag::Mode::SUSPENDING),
+          executor(this->core->loop, this->core->guard, flag,
+                   this->handler->kind == SpawningHandler::Kind::DAEMON),
           name(handler.name) {}
+
+    // The flag as the context holds it (`ctx.stopped`): it keeps the daemon alive.
+    std::shared_ptr<StopFlag> shared_flag() { return {shared_from_this(), &flag}; }
 
     bool is_daemon() const { return handler->kind == SpawningHandler::Kind::DAEMON; }
     Logger& logger() const { return *memory->logger; }
 
     // Coroutines read the object's shared views (refreshed in place on the loop, between their
     // steps); code on threads reads a copy of its own, refreshed at its checkpoints.
-    bool on_threads() const { return flag->mode() == StopFlag::Mode::BLOCKING; }
+    bool on_threads() const { return flag.mode() == StopFlag::Mode::BLOCKING; }
     const json& view() const { return on_threads() ? body : memory->live(); }
 
     // The daemon's own flow (its thread or its coroutine): the latest body into its views.
@@ -370,13 +377,15 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
         }
     }
 
-    std::shared_ptr<EngineCore> core;
-    std::shared_ptr<const SpawningHandler> handler;
-    std::shared_ptr<const ChangingHandler> invocable;
-    std::shared_ptr<DaemonsMemory> memory;
     // The core (its settings and client too) is kept for the daemon's context, which may
-    // outlive the operator (an abandoned thread).
-    std::shared_ptr<StopFlag> flag;
+    // outlive the operator (an abandoned thread); the handler is one of the core's.
+    std::shared_ptr<EngineCore> core;
+    const SpawningHandler* handler;
+    const ChangingHandler* invocable;
+    std::shared_ptr<DaemonsMemory> memory;
+    // The flag and the executor are parts of the daemon (one allocation for all three).
+    StopFlag flag;
+    DaemonExecutor executor;
     // Made when first waited on (few daemons are): set when the runner has finished.
     std::shared_ptr<StopFlag> exited;
     std::shared_ptr<StopFlag> written;  // while drain() waits for the writer
@@ -387,7 +396,6 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
         }
         return *exited;
     }
-    std::shared_ptr<DaemonExecutor> executor;
     const std::string& name;  // the handler's, in the core
 
     json body;  // the views of a daemon on threads (see view())
@@ -430,7 +438,7 @@ actions::InvocationEnv invocation_env(Daemon& d) {
         no_cause(),        d.core->now,         actions::lifecycles::all_at_once,
         &d.core->client};
     env.kind = d.is_daemon() ? "Daemon" : "Timer";
-    env.stopped = DaemonStopped(d.flag);
+    env.stopped = DaemonStopped(d.shared_flag());
     env.indices = d.core->indices;
     env.shared_logger = d.memory->logger;
     return env;
@@ -510,7 +518,7 @@ void finish(const std::shared_ptr<Daemon>& d, std::exception_ptr error);
 
 // Before the first attempt: the initial delay.
 Task<void> daemon_prelude(std::shared_ptr<Daemon> d) {
-    if (const auto delay = initial_delay(*d)) co_await sleep_on(*d->flag, d->core->loop, *delay);
+    if (const auto delay = initial_delay(*d)) co_await sleep_on(d->flag, d->core->loop, *delay);
     d->state = fresh_state(*d);
 }
 
@@ -520,7 +528,7 @@ Task<void> daemon_interlude(std::shared_ptr<Daemon> d) {
     co_await d->drain();
     const auto delay = d->state.delay(d->core->now());
     if (delay && *delay > 0) {
-        co_await sleep_on(*d->flag, d->core->loop, *delay);
+        co_await sleep_on(d->flag, d->core->loop, *delay);
     } else {
         co_await yield_to(d->core->loop);
     }
@@ -530,7 +538,7 @@ Task<void> daemon_interlude(std::shared_ptr<Daemon> d) {
 Task<void> daemon_epilogue(std::shared_ptr<Daemon> d) {
     d->send_patch();
     co_await d->drain();
-    if (d->flag->is_set()) {
+    if (d->flag.is_set()) {
         d->logger().debug("{} has exited on request and will not be retried or restarted.",
                           d->name);
     } else {
@@ -540,7 +548,7 @@ Task<void> daemon_epilogue(std::shared_ptr<Daemon> d) {
 }
 
 void start_daemon(const std::shared_ptr<Daemon>& d) {
-    kopf::start_detached(*d->executor, daemon_prelude(d), [d](std::exception_ptr error) {
+    kopf::start_detached(d->executor, daemon_prelude(d), [d](std::exception_ptr error) {
         if (error) {
             finish(d, error);
         } else {
@@ -550,7 +558,7 @@ void start_daemon(const std::shared_ptr<Daemon>& d) {
 }
 
 void next_attempt(const std::shared_ptr<Daemon>& d) {
-    if (d->flag->is_set() || d->state.done()) {
+    if (d->flag.is_set() || d->state.done()) {
         wind_up(d);
         return;
     }
@@ -572,7 +580,7 @@ void next_attempt(const std::shared_ptr<Daemon>& d) {
         return;
     }
     kopf::start_detached<json>(
-        *d->executor, std::move(*running), [d](std::exception_ptr e, std::optional<json> result) {
+        d->executor, std::move(*running), [d](std::exception_ptr e, std::optional<json> result) {
             complete_attempt(d, true, result ? std::move(*result) : json(), e);
         });
 }
@@ -593,11 +601,11 @@ void complete_attempt(const std::shared_ptr<Daemon>& d, bool attempted, json res
         d->send_patch();
     }
     // The last attempt: straight to the end (it writes the patch too), no turn of the loop.
-    if (d->flag->is_set() || d->state.done()) {
+    if (d->flag.is_set() || d->state.done()) {
         wind_up(d);
         return;
     }
-    kopf::start_detached(*d->executor, daemon_interlude(d), [d](std::exception_ptr e) {
+    kopf::start_detached(d->executor, daemon_interlude(d), [d](std::exception_ptr e) {
         if (e) {
             finish(d, e);
         } else {
@@ -607,7 +615,7 @@ void complete_attempt(const std::shared_ptr<Daemon>& d, bool attempted, json res
 }
 
 void wind_up(const std::shared_ptr<Daemon>& d) {
-    kopf::start_detached(*d->executor, daemon_epilogue(d),
+    kopf::start_detached(d->executor, daemon_epilogue(d),
                          [d](std::exception_ptr error) { finish(d, error); });
 }
 
@@ -615,7 +623,7 @@ void wind_up(const std::shared_ptr<Daemon>& d) {
 Task<void> run_timer(std::shared_ptr<Daemon> d) {
     Executor& loop = d->core->loop;
     const SpawningHandler& h = *d->handler;
-    StopFlag& flag = *d->flag;
+    StopFlag& flag = d->flag;
     DaemonsMemory& memory = *d->memory;
     if (const auto delay = initial_delay(*d)) co_await sleep_on(flag, loop, *delay);
     actions::State state = fresh_state(*d);
@@ -673,7 +681,7 @@ void finish(const std::shared_ptr<Daemon>& d, std::exception_ptr error) {
         }
     }
     DaemonsMemory& memory = *d->memory;
-    const StopReason reason = d->flag->reason();
+    const StopReason reason = d->flag.reason();
     if (!any(reason)) memory.forever_stopped.insert(d->handler->id);
     if (auto it = memory.running.find(d->handler->id);
         it != memory.running.end() && it->second == d)
@@ -681,7 +689,7 @@ void finish(const std::shared_ptr<Daemon>& d, std::exception_ptr error) {
     d->core->live.erase(d.get());
     d->done = true;
     if (d->on_threads()) --memory.threaded;
-    d->flag->set(StopReason::DONE);
+    d->flag.set(StopReason::DONE);
     if (d->exited) d->exited->set(StopReason::DONE);
     // Stopped for the object's sake: its finalizer or a respawn need not wait for the next poll.
     const bool for_the_object =
@@ -694,6 +702,7 @@ void finish(const std::shared_ptr<Daemon>& d, std::exception_ptr error) {
 void spawn_daemon(const std::shared_ptr<EngineCore>& core, const EngineCore::Handler& handler,
                   const std::shared_ptr<DaemonsMemory>& memory) {
     auto d = std::make_shared<Daemon>(core, handler, memory);
+    d->executor.bind(std::shared_ptr<loop::CancellableExecutor>(d, &d->executor));
     if (d->on_threads()) {
         ++memory->threaded;
         auto [latest, generation] = memory->body();
@@ -702,21 +711,21 @@ void spawn_daemon(const std::shared_ptr<EngineCore>& core, const EngineCore::Han
         ensure_views(d->body);
     }
     std::weak_ptr<Daemon> weak = d;
-    d->flag->checkpoint = [weak] {
+    d->flag.checkpoint = [weak] {
         if (auto self = weak.lock()) {
             self->refresh_body();
             self->send_patch();
         }
     };
     // Coroutines run on the loop: they may be refreshed at any of their resumptions.
-    if (d->flag->mode() == StopFlag::Mode::SUSPENDING) d->executor->on_resume = d->flag->checkpoint;
+    if (d->flag.mode() == StopFlag::Mode::SUSPENDING) d->executor.on_resume = d->flag.checkpoint;
     memory->running[handler.spawning->id] = d;
     core->live[d.get()] = d;
     if (d->is_daemon()) {
         start_daemon(d);
         return;
     }
-    kopf::start_detached(*d->executor, run_timer(d),
+    kopf::start_detached(d->executor, run_timer(d),
                          [d](std::exception_ptr error) { finish(d, error); });
 }
 
@@ -748,12 +757,12 @@ Cancellation cancellation_of(const Daemon& d) {
 }
 
 void cancel(Daemon& d) {
-    d.flag->set(StopReason::DAEMON_CANCELLED);
-    d.executor->wake_pending();
+    d.flag.set(StopReason::DAEMON_CANCELLED);
+    d.executor.wake_pending();
 }
 
 void abandon(Daemon& d) {
-    d.flag->set(StopReason::DAEMON_ABANDONED);
+    d.flag.set(StopReason::DAEMON_ABANDONED);
     d.logger().warning("{} did not exit in time. Leaving it orphaned.", d.name);
     ++d.core->abandoned;
 }
@@ -768,27 +777,27 @@ Task<std::vector<double>> stop_daemons(std::vector<std::shared_ptr<Daemon>> daem
         if (!d->stop_started) d->stop_started = now;
         const double age = now - *d->stop_started;
         const auto [backoff, timeout, polling] = cancellation_of(*d);
-        if (!d->flag->has(reason)) {
-            d->flag->set(reason);
+        if (!d->flag.has(reason)) {
+            d->flag.set(reason);
             co_await wait_for_instant_exit(d);
         }
         if (d->done) continue;
         if (backoff && age < *backoff) {
-            if (!d->flag->has(StopReason::DAEMON_SIGNALLED)) {
-                d->flag->set(StopReason::DAEMON_SIGNALLED);
+            if (!d->flag.has(StopReason::DAEMON_SIGNALLED)) {
+                d->flag.set(StopReason::DAEMON_SIGNALLED);
                 d->logger().debug("{} is signalled to exit gracefully.", d->name);
                 co_await wait_for_instant_exit(d);
             }
             if (!d->done) delays.push_back(*backoff - age);
         } else if (timeout && age < *timeout + backoff.value_or(0)) {
-            if (!d->flag->has(StopReason::DAEMON_CANCELLED)) {
+            if (!d->flag.has(StopReason::DAEMON_CANCELLED)) {
                 d->logger().debug("{} is signalled to exit by force.", d->name);
                 cancel(*d);
                 co_await wait_for_instant_exit(d);
             }
             if (!d->done) delays.push_back(*timeout + backoff.value_or(0) - age);
         } else if (timeout) {
-            if (!d->flag->has(StopReason::DAEMON_ABANDONED)) abandon(*d);
+            if (!d->flag.has(StopReason::DAEMON_ABANDONED)) abandon(*d);
         } else {
             d->logger().debug("{} is still exiting. The next check is in {} seconds.", d->name,
                               polling);
@@ -803,14 +812,14 @@ Task<void> stop_at_exit(std::shared_ptr<Daemon> d,
                         StopReason reason = StopReason::OPERATOR_EXITING) {
     Executor& loop = d->core->loop;
     const auto [backoff, timeout, polling] = cancellation_of(*d);
-    d->flag->set(reason);
+    d->flag.set(reason);
     co_await wait_for_instant_exit(d);
     if (d->done) {
         d->logger().debug("{} has exited gracefully.", d->name);
         co_return;
     }
     if (backoff) {
-        d->flag->set(StopReason::DAEMON_SIGNALLED);
+        d->flag.set(StopReason::DAEMON_SIGNALLED);
         d->logger().debug("{} is signalled to exit gracefully.", d->name);
         co_await sleep_on(d->exited_flag(), loop, *backoff);
     }
