@@ -842,6 +842,15 @@ DaemonsMemory::DaemonsMemory(std::shared_ptr<const Resource> resource, std::shar
     : resource(std::move(resource)), memo(std::move(memo)), logger(std::move(logger)) {}
 
 void DaemonsMemory::set_body(const json& body) {
+    if (running.empty()) {
+        stale_ = true;
+        return;
+    }
+    refresh(body);
+}
+
+void DaemonsMemory::refresh(const json& body) {
+    stale_ = false;
     refresh_in_place(live_, body);
     // Daemons on threads take their copies from a snapshot of their own.
     std::shared_ptr<const json> fresh = threaded > 0 ? std::make_shared<const json>(body) : nullptr;
@@ -910,8 +919,10 @@ Task<std::vector<double>> DaemonsEngine::process(std::shared_ptr<DaemonsMemory> 
         if (!intents::match(*h.spawning, *memory->resource, body, ctx)) continue;
         matching.insert(id);
         // A daemon still stopping counts as running: respawned only once it has exited.
-        if (!core_->closing && !core_->paused && !memory->running.count(id))
+        if (!core_->closing && !core_->paused && !memory->running.count(id)) {
+            if (memory->stale_) memory->refresh(body);
             spawn_daemon(core_, h, memory);
+        }
     }
     std::vector<std::shared_ptr<Daemon>> mismatching;
     for (const auto& [id, d] : memory->running) {

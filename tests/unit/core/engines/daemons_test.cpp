@@ -334,6 +334,38 @@ TEST(DaemonTiming, CoroutineDaemonViewsKeepUnchangedNodesInPlaceAndEmptyTheViews
     EXPECT_EQ((*seen)[2].spec_field, "changed");
 }
 
+// An object whose daemons are all filtered out keeps no copy of its body; the event that spawns
+// a daemon makes the views, and the daemon sees that event's body, not an older one.
+TEST(DaemonTiming, FilteredOutObjectsKeepNoViewsAndASpawnSeesTheLatestBody) {
+    DaemonsBed bed;
+    auto seen = std::make_shared<std::vector<std::string>>();
+    on::daemon d(bed.registry, "kopfexamples", {.id = "d", .labels = {{"run", "yes"}}},
+                 [seen](Context& ctx) -> Task<void> {
+                     while (!ctx.stopped) {
+                         seen->push_back(ctx.spec["field"].get<std::string>());
+                         co_await kopf::sleep(1);
+                     }
+                 });
+    bed.body["metadata"]["labels"]["run"] = "no";
+    bed.start();
+    bed.event("");
+    bed.body["spec"]["field"] = "second";
+    bed.event();
+    bed.run_until(1);
+    ASSERT_TRUE(bed.memory.daemons);
+    EXPECT_EQ(bed.memory.daemons->live(), json::object());
+    EXPECT_TRUE(seen->empty());
+    bed.body["metadata"]["labels"]["run"] = "yes";
+    bed.body["spec"]["field"] = "third";
+    bed.event();
+    bed.run_until(1.5);
+    bed.body["spec"]["field"] = "fourth";
+    bed.event();
+    bed.run_until(2.5);
+    EXPECT_EQ(*seen, (std::vector<std::string>{"third", "fourth"}));
+    EXPECT_EQ(bed.memory.daemons->live()["spec"]["field"], "fourth");
+}
+
 TEST(DaemonTiming, PlainTimerCountsItsIntervalFromTheEndOfEachRun) {
     DaemonsBed bed;
     Times times;
