@@ -96,7 +96,8 @@ void StopFlag::set(StopReason reason) {
     }
     if (changed_) changed_->notify_all();
     for (auto& [executor, waiter] : waiters) {
-        executor->post([waiter] { resume(waiter); });
+        // A wait that ended by its timeout is left alone: its executor may be gone since.
+        if (!waiter->resumed) executor->post([waiter] { resume(waiter); });
     }
     for (auto& callback : callbacks) callback();
 }

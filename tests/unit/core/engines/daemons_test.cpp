@@ -7,6 +7,7 @@
 
 #include <coroutine>
 
+#include "core/intents/stoppers.hpp"
 #include "unit/core/support/harness.hpp"
 
 namespace kopf::testing {
@@ -364,6 +365,64 @@ TEST(DaemonTiming, FilteredOutObjectsKeepNoViewsAndASpawnSeesTheLatestBody) {
     bed.run_until(2.5);
     EXPECT_EQ(*seen, (std::vector<std::string>{"third", "fourth"}));
     EXPECT_EQ(bed.memory.daemons->live()["spec"]["field"], "fourth");
+}
+
+// The executor of a coroutine that waits on a daemon's flag (e.g. a background task's), counting
+// what goes through it.
+class CountingExecutor final : public Executor {
+  public:
+    explicit CountingExecutor(loop::VirtualExecutor& loop) : loop_(loop) {}
+    void post(std::function<void()> fn) override {
+        ++posts;
+        loop_.post(std::move(fn));
+    }
+    void post_after(double seconds, std::function<void()> fn) override {
+        ++posts;
+        loop_.post_after(seconds, std::move(fn));
+    }
+    void run_blocking(std::function<void()> work, std::function<void()> done) override {
+        loop_.run_blocking(std::move(work), std::move(done));
+    }
+    double now() const override { return loop_.now(); }
+    int posts = 0;
+
+  private:
+    loop::VirtualExecutor& loop_;
+};
+
+Task<void> wait_on(DaemonStopped stopped, double timeout, std::shared_ptr<std::vector<bool>> got) {
+    got->push_back(co_await stopped.wait(timeout));
+}
+
+// A wait that ended by its timeout is left alone when the flag is set later: neither resumed
+// again nor posted through its executor, which may be gone by then (a background task's). The
+// flag keeps no more than the waits still pending.
+TEST(DaemonStopFlag, AWaitEndedByItsTimeoutIsLeftAloneWhenTheFlagIsSet) {
+    loop::VirtualExecutor loop;
+    CountingExecutor executor(loop);
+    auto got = std::make_shared<std::vector<bool>>();
+    // Set after the wait has timed out: nothing goes through the executor.
+    auto flag = std::make_shared<detail::StopFlag>(detail::StopFlag::Mode::SUSPENDING);
+    start_detached(executor, wait_on(DaemonStopped(flag), 1, got), [](std::exception_ptr) {});
+    loop.run_until(2);
+    EXPECT_EQ(*got, std::vector<bool>{false});  // timed out
+    int posts = executor.posts;
+    flag->set(StopReason::RESOURCE_DELETED);
+    EXPECT_EQ(executor.posts, posts);
+    loop.run_until(3);
+    EXPECT_EQ(*got, std::vector<bool>{false});
+    // A wait timed out, then another one pending when the flag is set: only that one is woken.
+    got->clear();
+    auto other = std::make_shared<detail::StopFlag>(detail::StopFlag::Mode::SUSPENDING);
+    start_detached(executor, wait_on(DaemonStopped(other), 1, got), [](std::exception_ptr) {});
+    loop.run_until(5);
+    start_detached(executor, wait_on(DaemonStopped(other), -1, got), [](std::exception_ptr) {});
+    loop.run_until(6);
+    posts = executor.posts;
+    other->set(StopReason::RESOURCE_DELETED);
+    EXPECT_EQ(executor.posts, posts + 1);
+    loop.run_until(7);
+    EXPECT_EQ(*got, (std::vector<bool>{false, true}));
 }
 
 TEST(DaemonTiming, PlainTimerCountsItsIntervalFromTheEndOfEachRun) {
