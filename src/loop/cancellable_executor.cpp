@@ -9,7 +9,7 @@ void CancellableExecutor::post_after(double seconds, std::function<void()> fn) {
     }
     const unsigned long id = ++last_id_;
     pending_.emplace(id, std::move(fn));
-    loop_.post_after(seconds, [weak = weak_from_this(), id] {
+    loop_.post_after(seconds, [weak = weak_self(), id] {
         if (auto self = weak.lock()) self->fire(id);
     });
 }

@@ -33,6 +33,9 @@ class CancellableExecutor : public Executor,
 
   protected:
     Executor& loop() const { return loop_; }
+    /// What the pending delays' callbacks hold on to: this executor, as owned by a shared_ptr
+    /// (or, for one that is a member of a larger object, that object's).
+    virtual std::weak_ptr<CancellableExecutor> weak_self() { return weak_from_this(); }
 
   private:
     void fire(unsigned long id);

@@ -1,8 +1,10 @@
 #include "core/engines/daemons.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 
@@ -45,11 +47,11 @@ class LoopGuard {
 // delays fire at once and the awaitables throw kopf::CancelledError.
 class DaemonExecutor final : public loop::CancellableExecutor {
   public:
-    DaemonExecutor(Executor& loop, std::shared_ptr<LoopGuard> guard, std::shared_ptr<StopFlag> flag,
+    DaemonExecutor(Executor& loop, std::shared_ptr<LoopGuard> guard, const StopFlag& flag,
                    bool own_threads)
         : CancellableExecutor(loop),
           guard_(std::move(guard)),
-          flag_(std::move(flag)),
+          flag_(flag),
           own_threads_(own_threads) {}
 
     void run_blocking(std::function<void()> work, std::function<void()> done) override {
@@ -65,11 +67,17 @@ class DaemonExecutor final : public loop::CancellableExecutor {
             --threads_running;
         }).detach();
     }
-    bool cancelled() const override { return flag_->cancelled(); }
+    bool cancelled() const override { return flag_.cancelled(); }
+    /// The executor is part of its daemon: the delays hold on to the daemon.
+    void bind(std::weak_ptr<CancellableExecutor> self) { self_ = std::move(self); }
+
+  protected:
+    std::weak_ptr<CancellableExecutor> weak_self() override { return self_; }
 
   private:
     std::shared_ptr<LoopGuard> guard_;
-    std::shared_ptr<StopFlag> flag_;
+    const StopFlag& flag_;  // its daemon's
+    std::weak_ptr<CancellableExecutor> self_;
     bool own_threads_;
 };
 
@@ -91,97 +99,148 @@ detail::FlagSleep sleep_on(StopFlag& flag, Executor& loop, double seconds) {
 
 // The body views a context binds to must exist, so that refreshing them in place keeps every
 // reference of the context valid.
+void ensure_view(json::object_t& level, const char* key) {
+    if (const auto it = level.find(key); it == level.end()) level.emplace(key, json::object());
+}
 void ensure_views(json& body) {
     if (!body.is_object()) body = json::object();
-    for (const char* key : {"metadata", "spec", "status"}) {
-        if (!body.contains(key)) body[key] = json::object();
-    }
-    json& meta = body["metadata"];
+    auto& top = body.get_ref<json::object_t&>();
+    for (const char* key : {"metadata", "spec", "status"}) ensure_view(top, key);
+    json& meta = top.find("metadata")->second;
     if (meta.is_object()) {
-        for (const char* key : {"labels", "annotations"}) {
-            if (!meta.contains(key)) meta[key] = json::object();
-        }
+        auto& level = meta.get_ref<json::object_t&>();
+        for (const char* key : {"labels", "annotations"}) ensure_view(level, key);
     }
 }
 
 // Makes `local` equal to `latest` (in value and in type: nlohmann's == takes 1 and 1.0 for
 // equal), copying only what differs: most of an echo's body is unchanged, and a walk that
-// allocates nothing costs less than copying the tree and destroying the old one.
+// allocates nothing costs less than copying the tree and destroying the old one. Unchanged
+// nodes stay where they are (a reference into them stays valid). The maps are walked side by
+// side (both sorted), with one comparison of the keys per step and no lookups.
 void update_in_place(json& local, const json& latest) {
-    if (local.type() != latest.type() || (!latest.is_structured() && local != latest)) {
+    using value_t = json::value_t;
+    if (local.type() != latest.type()) {
         local = latest;
-    } else if (latest.is_object()) {
-        auto& mine = local.get_ref<json::object_t&>();
-        const auto& theirs = latest.get_ref<const json::object_t&>();
-        auto m = mine.begin();
-        for (auto t = theirs.begin(); t != theirs.end(); ++t) {
-            while (m != mine.end() && m->first < t->first) m = mine.erase(m);
-            if (m != mine.end() && m->first == t->first) {
-                update_in_place(m->second, t->second);
+        return;
+    }
+    switch (latest.type()) {
+        case value_t::object: {
+            auto& mine = local.get_ref<json::object_t&>();
+            const auto& theirs = latest.get_ref<const json::object_t&>();
+            auto m = mine.begin();
+            for (auto t = theirs.begin(); t != theirs.end(); ++t) {
+                int order = 1;
+                while (m != mine.end() && (order = m->first.compare(t->first)) < 0)
+                    m = mine.erase(m);
+                if (m != mine.end() && order == 0) {
+                    update_in_place(m->second, t->second);
+                    ++m;
+                } else {
+                    mine.emplace_hint(m, t->first, t->second);
+                }
+            }
+            mine.erase(m, mine.end());
+            break;
+        }
+        case value_t::array: {
+            auto& mine = local.get_ref<json::array_t&>();
+            const auto& theirs = latest.get_ref<const json::array_t&>();
+            if (mine.size() > theirs.size()) mine.resize(theirs.size());
+            for (std::size_t i = 0; i < theirs.size(); ++i) {
+                if (i < mine.size()) {
+                    update_in_place(mine[i], theirs[i]);
+                } else {
+                    mine.push_back(theirs[i]);
+                }
+            }
+            break;
+        }
+        case value_t::string: {
+            auto& mine = local.get_ref<json::string_t&>();
+            const auto& theirs = latest.get_ref<const json::string_t&>();
+            if (mine != theirs) mine = theirs;  // the buffer is reused
+            break;
+        }
+        case value_t::boolean:
+            local.get_ref<json::boolean_t&>() = latest.get_ref<const json::boolean_t&>();
+            break;
+        case value_t::number_integer:
+            local.get_ref<json::number_integer_t&>() =
+                latest.get_ref<const json::number_integer_t&>();
+            break;
+        case value_t::number_unsigned:
+            local.get_ref<json::number_unsigned_t&>() =
+                latest.get_ref<const json::number_unsigned_t&>();
+            break;
+        case value_t::number_float:
+            local.get_ref<json::number_float_t&>() = latest.get_ref<const json::number_float_t&>();
+            break;
+        case value_t::binary:
+            if (local != latest) local = latest;
+            break;
+        case value_t::null:
+        case value_t::discarded:
+            break;
+    }
+}
+
+// One level of the views (the body, or its metadata): made equal to `latest` as above, except
+// that the nodes a context binds to (`views`) are never erased: emptied if `latest` has none.
+// `nested` is the key of the next such level (the metadata), refreshed the same way.
+template <std::size_t N>
+void refresh_level(json::object_t& mine, const json::object_t& theirs,
+                   const std::array<std::string_view, N>& views, std::string_view nested);
+
+constexpr std::array<std::string_view, 3> BODY_VIEWS{"metadata", "spec", "status"};
+constexpr std::array<std::string_view, 2> META_VIEWS{"annotations", "labels"};
+
+template <std::size_t N>
+bool is_view(const std::string& key, const std::array<std::string_view, N>& views) {
+    return std::find(views.begin(), views.end(), key) != views.end();
+}
+
+template <std::size_t N>
+void refresh_level(json::object_t& mine, const json::object_t& theirs,
+                   const std::array<std::string_view, N>& views, std::string_view nested) {
+    auto m = mine.begin();
+    auto t = theirs.begin();
+    while (m != mine.end() || t != theirs.end()) {
+        const int order = m == mine.end() ? 1 : t == theirs.end() ? -1 : m->first.compare(t->first);
+        if (order < 0) {  // gone from the object
+            if (is_view(m->first, views)) {
+                if (!m->second.is_object() || !m->second.empty()) m->second = json::object();
+                ++m;
             } else {
-                m = mine.emplace_hint(m, t->first, t->second);
+                m = mine.erase(m);
+            }
+        } else if (order > 0) {  // new in the object
+            mine.emplace_hint(m, t->first, t->second);
+            ++t;
+        } else {
+            if (!nested.empty() && m->first == nested && m->second.is_object() &&
+                t->second.is_object()) {
+                refresh_level(m->second.get_ref<json::object_t&>(),
+                              t->second.get_ref<const json::object_t&>(), META_VIEWS, {});
+            } else {
+                update_in_place(m->second, t->second);
             }
             ++m;
-        }
-        mine.erase(m, mine.end());
-    } else if (latest.is_array()) {
-        auto& mine = local.get_ref<json::array_t&>();
-        const auto& theirs = latest.get_ref<const json::array_t&>();
-        if (mine.size() > theirs.size()) mine.resize(theirs.size());
-        for (std::size_t i = 0; i < theirs.size(); ++i) {
-            if (i < mine.size()) {
-                update_in_place(mine[i], theirs[i]);
-            } else {
-                mine.push_back(theirs[i]);
-            }
+            ++t;
         }
     }
 }
 
 // Replaces the content of `local` with `latest` without moving the nodes a context refers to
-// (the body, metadata, spec, status, labels, annotations).
+// (the body, metadata, spec, status, labels, annotations), nor any node that did not change.
 void refresh_in_place(json& local, const json& latest) {
     if (!latest.is_object()) return;
-    for (auto it = local.begin(); it != local.end();) {
-        const bool kept = it.key() == "metadata" || it.key() == "spec" || it.key() == "status";
-        if (!kept && !latest.contains(it.key())) {
-            it = local.erase(it);
-        } else {
-            ++it;
-        }
-    }
-    for (auto it = latest.begin(); it != latest.end(); ++it) {
-        if (it.key() != "metadata" || !it->is_object() || !local[it.key()].is_object()) {
-            update_in_place(local[it.key()], *it);
-            continue;
-        }
-        json& meta = local["metadata"];
-        for (auto m = meta.begin(); m != meta.end();) {
-            const bool kept = m.key() == "labels" || m.key() == "annotations";
-            if (!kept && !it->contains(m.key())) {
-                m = meta.erase(m);
-            } else {
-                ++m;
-            }
-        }
-        for (auto m = it->begin(); m != it->end(); ++m) update_in_place(meta[m.key()], *m);
-    }
-    ensure_views(local);
-}
-
-// What a merge patch needs of the object: its address and version.
-json address_of(const json& body) {
-    json address = json::object();
-    for (const char* key : {"apiVersion", "kind"}) {
-        if (body.contains(key)) address[key] = body[key];
-    }
-    json& meta = address["metadata"] = json::object();
-    if (const auto m = body.find("metadata"); m != body.end() && m->is_object()) {
-        for (const char* key : {"name", "namespace", "uid", "resourceVersion"}) {
-            if (m->contains(key)) meta[key] = (*m)[key];
-        }
-    }
-    return address;
+    // The views, once made, are never erased by a refresh: only the first one makes them.
+    const bool first = !local.is_object() || local.empty();
+    if (!local.is_object()) local = json::object();
+    refresh_level(local.get_ref<json::object_t&>(), latest.get_ref<const json::object_t&>(),
+                  BODY_VIEWS, "metadata");
+    if (first) ensure_views(local);
 }
 
 }  // namespace
@@ -239,22 +298,23 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
     Daemon(std::shared_ptr<EngineCore> core, const EngineCore::Handler& handler,
            std::shared_ptr<DaemonsMemory> memory)
         : core(std::move(core)),
-          handler(handler.spawning),
-          invocable(handler.invocable),
+          handler(handler.spawning.get()),
+          invocable(handler.invocable.get()),
           memory(std::move(memory)),
-          flag(std::make_shared<StopFlag>(invocable->fn.sync ? StopFlag::Mode::BLOCKING
-                                                             : StopFlag::Mode::SUSPENDING)),
-          executor(std::make_shared<DaemonExecutor>(
-              this->core->loop, this->core->guard, flag,
-              this->handler->kind == SpawningHandler::Kind::DAEMON)),
+          flag(invocable->fn.sync ? StopFlag::Mode::BLOCKING : StopFlag::Mode::SUSPENDING),
+          executor(this->core->loop, this->core->guard, flag,
+                   this->handler->kind == SpawningHandler::Kind::DAEMON),
           name(handler.name) {}
+
+    // The flag as the context holds it (`ctx.stopped`): it keeps the daemon alive.
+    std::shared_ptr<StopFlag> shared_flag() { return {shared_from_this(), &flag}; }
 
     bool is_daemon() const { return handler->kind == SpawningHandler::Kind::DAEMON; }
     Logger& logger() const { return *memory->logger; }
 
     // Coroutines read the object's shared views (refreshed in place on the loop, between their
     // steps); code on threads reads a copy of its own, refreshed at its checkpoints.
-    bool on_threads() const { return flag->mode() == StopFlag::Mode::BLOCKING; }
+    bool on_threads() const { return flag.mode() == StopFlag::Mode::BLOCKING; }
     const json& view() const { return on_threads() ? body : memory->live(); }
 
     // The daemon's own flow (its thread or its coroutine): the latest body into its views.
@@ -292,12 +352,15 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
         while (!self->outbox.empty()) {
             Patch next = std::move(self->outbox.front());
             self->outbox.erase(self->outbox.begin());
-            // A merge patch needs only the object's address; transformations the whole body.
+            // A merge patch needs only the object's address: the views themselves (refreshed in
+            // place meanwhile, the address never changes; the memory lives as long as the
+            // daemon). Transformations are diffed against the body as it is now.
             const json& live = self->memory->live();
-            json body = next.fns.empty() ? address_of(live) : live;
+            json snapshot = next.fns.empty() ? json() : live;
+            const json& body = next.fns.empty() ? live : snapshot;
             try {
-                auto writing = self->core->write(*self->memory->resource, std::move(body),
-                                                 std::move(next), self->logger());
+                auto writing = self->core->write(*self->memory->resource, body, std::move(next),
+                                                 self->logger());
                 co_await std::move(writing);
             } catch (const std::exception& e) {
                 self->logger().error("{} could not patch the object: {}", self->name, e.what());
@@ -314,13 +377,15 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
         }
     }
 
-    std::shared_ptr<EngineCore> core;
-    std::shared_ptr<const SpawningHandler> handler;
-    std::shared_ptr<const ChangingHandler> invocable;
-    std::shared_ptr<DaemonsMemory> memory;
     // The core (its settings and client too) is kept for the daemon's context, which may
-    // outlive the operator (an abandoned thread).
-    std::shared_ptr<StopFlag> flag;
+    // outlive the operator (an abandoned thread); the handler is one of the core's.
+    std::shared_ptr<EngineCore> core;
+    const SpawningHandler* handler;
+    const ChangingHandler* invocable;
+    std::shared_ptr<DaemonsMemory> memory;
+    // The flag and the executor are parts of the daemon (one allocation for all three).
+    StopFlag flag;
+    DaemonExecutor executor;
     // Made when first waited on (few daemons are): set when the runner has finished.
     std::shared_ptr<StopFlag> exited;
     std::shared_ptr<StopFlag> written;  // while drain() waits for the writer
@@ -331,7 +396,6 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
         }
         return *exited;
     }
-    std::shared_ptr<DaemonExecutor> executor;
     const std::string& name;  // the handler's, in the core
 
     json body;  // the views of a daemon on threads (see view())
@@ -374,7 +438,7 @@ actions::InvocationEnv invocation_env(Daemon& d) {
         no_cause(),        d.core->now,         actions::lifecycles::all_at_once,
         &d.core->client};
     env.kind = d.is_daemon() ? "Daemon" : "Timer";
-    env.stopped = DaemonStopped(d.flag);
+    env.stopped = DaemonStopped(d.shared_flag());
     env.indices = d.core->indices;
     env.shared_logger = d.memory->logger;
     return env;
@@ -454,7 +518,7 @@ void finish(const std::shared_ptr<Daemon>& d, std::exception_ptr error);
 
 // Before the first attempt: the initial delay.
 Task<void> daemon_prelude(std::shared_ptr<Daemon> d) {
-    if (const auto delay = initial_delay(*d)) co_await sleep_on(*d->flag, d->core->loop, *delay);
+    if (const auto delay = initial_delay(*d)) co_await sleep_on(d->flag, d->core->loop, *delay);
     d->state = fresh_state(*d);
 }
 
@@ -464,7 +528,7 @@ Task<void> daemon_interlude(std::shared_ptr<Daemon> d) {
     co_await d->drain();
     const auto delay = d->state.delay(d->core->now());
     if (delay && *delay > 0) {
-        co_await sleep_on(*d->flag, d->core->loop, *delay);
+        co_await sleep_on(d->flag, d->core->loop, *delay);
     } else {
         co_await yield_to(d->core->loop);
     }
@@ -474,7 +538,7 @@ Task<void> daemon_interlude(std::shared_ptr<Daemon> d) {
 Task<void> daemon_epilogue(std::shared_ptr<Daemon> d) {
     d->send_patch();
     co_await d->drain();
-    if (d->flag->is_set()) {
+    if (d->flag.is_set()) {
         d->logger().debug("{} has exited on request and will not be retried or restarted.",
                           d->name);
     } else {
@@ -484,7 +548,7 @@ Task<void> daemon_epilogue(std::shared_ptr<Daemon> d) {
 }
 
 void start_daemon(const std::shared_ptr<Daemon>& d) {
-    kopf::start_detached(*d->executor, daemon_prelude(d), [d](std::exception_ptr error) {
+    kopf::start_detached(d->executor, daemon_prelude(d), [d](std::exception_ptr error) {
         if (error) {
             finish(d, error);
         } else {
@@ -494,7 +558,7 @@ void start_daemon(const std::shared_ptr<Daemon>& d) {
 }
 
 void next_attempt(const std::shared_ptr<Daemon>& d) {
-    if (d->flag->is_set() || d->state.done()) {
+    if (d->flag.is_set() || d->state.done()) {
         wind_up(d);
         return;
     }
@@ -516,7 +580,7 @@ void next_attempt(const std::shared_ptr<Daemon>& d) {
         return;
     }
     kopf::start_detached<json>(
-        *d->executor, std::move(*running), [d](std::exception_ptr e, std::optional<json> result) {
+        d->executor, std::move(*running), [d](std::exception_ptr e, std::optional<json> result) {
             complete_attempt(d, true, result ? std::move(*result) : json(), e);
         });
 }
@@ -537,11 +601,11 @@ void complete_attempt(const std::shared_ptr<Daemon>& d, bool attempted, json res
         d->send_patch();
     }
     // The last attempt: straight to the end (it writes the patch too), no turn of the loop.
-    if (d->flag->is_set() || d->state.done()) {
+    if (d->flag.is_set() || d->state.done()) {
         wind_up(d);
         return;
     }
-    kopf::start_detached(*d->executor, daemon_interlude(d), [d](std::exception_ptr e) {
+    kopf::start_detached(d->executor, daemon_interlude(d), [d](std::exception_ptr e) {
         if (e) {
             finish(d, e);
         } else {
@@ -551,7 +615,7 @@ void complete_attempt(const std::shared_ptr<Daemon>& d, bool attempted, json res
 }
 
 void wind_up(const std::shared_ptr<Daemon>& d) {
-    kopf::start_detached(*d->executor, daemon_epilogue(d),
+    kopf::start_detached(d->executor, daemon_epilogue(d),
                          [d](std::exception_ptr error) { finish(d, error); });
 }
 
@@ -559,7 +623,7 @@ void wind_up(const std::shared_ptr<Daemon>& d) {
 Task<void> run_timer(std::shared_ptr<Daemon> d) {
     Executor& loop = d->core->loop;
     const SpawningHandler& h = *d->handler;
-    StopFlag& flag = *d->flag;
+    StopFlag& flag = d->flag;
     DaemonsMemory& memory = *d->memory;
     if (const auto delay = initial_delay(*d)) co_await sleep_on(flag, loop, *delay);
     actions::State state = fresh_state(*d);
@@ -617,7 +681,7 @@ void finish(const std::shared_ptr<Daemon>& d, std::exception_ptr error) {
         }
     }
     DaemonsMemory& memory = *d->memory;
-    const StopReason reason = d->flag->reason();
+    const StopReason reason = d->flag.reason();
     if (!any(reason)) memory.forever_stopped.insert(d->handler->id);
     if (auto it = memory.running.find(d->handler->id);
         it != memory.running.end() && it->second == d)
@@ -625,7 +689,7 @@ void finish(const std::shared_ptr<Daemon>& d, std::exception_ptr error) {
     d->core->live.erase(d.get());
     d->done = true;
     if (d->on_threads()) --memory.threaded;
-    d->flag->set(StopReason::DONE);
+    d->flag.set(StopReason::DONE);
     if (d->exited) d->exited->set(StopReason::DONE);
     // Stopped for the object's sake: its finalizer or a respawn need not wait for the next poll.
     const bool for_the_object =
@@ -638,6 +702,7 @@ void finish(const std::shared_ptr<Daemon>& d, std::exception_ptr error) {
 void spawn_daemon(const std::shared_ptr<EngineCore>& core, const EngineCore::Handler& handler,
                   const std::shared_ptr<DaemonsMemory>& memory) {
     auto d = std::make_shared<Daemon>(core, handler, memory);
+    d->executor.bind(std::shared_ptr<loop::CancellableExecutor>(d, &d->executor));
     if (d->on_threads()) {
         ++memory->threaded;
         auto [latest, generation] = memory->body();
@@ -646,21 +711,21 @@ void spawn_daemon(const std::shared_ptr<EngineCore>& core, const EngineCore::Han
         ensure_views(d->body);
     }
     std::weak_ptr<Daemon> weak = d;
-    d->flag->checkpoint = [weak] {
+    d->flag.checkpoint = [weak] {
         if (auto self = weak.lock()) {
             self->refresh_body();
             self->send_patch();
         }
     };
     // Coroutines run on the loop: they may be refreshed at any of their resumptions.
-    if (d->flag->mode() == StopFlag::Mode::SUSPENDING) d->executor->on_resume = d->flag->checkpoint;
+    if (d->flag.mode() == StopFlag::Mode::SUSPENDING) d->executor.on_resume = d->flag.checkpoint;
     memory->running[handler.spawning->id] = d;
     core->live[d.get()] = d;
     if (d->is_daemon()) {
         start_daemon(d);
         return;
     }
-    kopf::start_detached(*d->executor, run_timer(d),
+    kopf::start_detached(d->executor, run_timer(d),
                          [d](std::exception_ptr error) { finish(d, error); });
 }
 
@@ -692,12 +757,12 @@ Cancellation cancellation_of(const Daemon& d) {
 }
 
 void cancel(Daemon& d) {
-    d.flag->set(StopReason::DAEMON_CANCELLED);
-    d.executor->wake_pending();
+    d.flag.set(StopReason::DAEMON_CANCELLED);
+    d.executor.wake_pending();
 }
 
 void abandon(Daemon& d) {
-    d.flag->set(StopReason::DAEMON_ABANDONED);
+    d.flag.set(StopReason::DAEMON_ABANDONED);
     d.logger().warning("{} did not exit in time. Leaving it orphaned.", d.name);
     ++d.core->abandoned;
 }
@@ -712,27 +777,27 @@ Task<std::vector<double>> stop_daemons(std::vector<std::shared_ptr<Daemon>> daem
         if (!d->stop_started) d->stop_started = now;
         const double age = now - *d->stop_started;
         const auto [backoff, timeout, polling] = cancellation_of(*d);
-        if (!d->flag->has(reason)) {
-            d->flag->set(reason);
+        if (!d->flag.has(reason)) {
+            d->flag.set(reason);
             co_await wait_for_instant_exit(d);
         }
         if (d->done) continue;
         if (backoff && age < *backoff) {
-            if (!d->flag->has(StopReason::DAEMON_SIGNALLED)) {
-                d->flag->set(StopReason::DAEMON_SIGNALLED);
+            if (!d->flag.has(StopReason::DAEMON_SIGNALLED)) {
+                d->flag.set(StopReason::DAEMON_SIGNALLED);
                 d->logger().debug("{} is signalled to exit gracefully.", d->name);
                 co_await wait_for_instant_exit(d);
             }
             if (!d->done) delays.push_back(*backoff - age);
         } else if (timeout && age < *timeout + backoff.value_or(0)) {
-            if (!d->flag->has(StopReason::DAEMON_CANCELLED)) {
+            if (!d->flag.has(StopReason::DAEMON_CANCELLED)) {
                 d->logger().debug("{} is signalled to exit by force.", d->name);
                 cancel(*d);
                 co_await wait_for_instant_exit(d);
             }
             if (!d->done) delays.push_back(*timeout + backoff.value_or(0) - age);
         } else if (timeout) {
-            if (!d->flag->has(StopReason::DAEMON_ABANDONED)) abandon(*d);
+            if (!d->flag.has(StopReason::DAEMON_ABANDONED)) abandon(*d);
         } else {
             d->logger().debug("{} is still exiting. The next check is in {} seconds.", d->name,
                               polling);
@@ -747,14 +812,14 @@ Task<void> stop_at_exit(std::shared_ptr<Daemon> d,
                         StopReason reason = StopReason::OPERATOR_EXITING) {
     Executor& loop = d->core->loop;
     const auto [backoff, timeout, polling] = cancellation_of(*d);
-    d->flag->set(reason);
+    d->flag.set(reason);
     co_await wait_for_instant_exit(d);
     if (d->done) {
         d->logger().debug("{} has exited gracefully.", d->name);
         co_return;
     }
     if (backoff) {
-        d->flag->set(StopReason::DAEMON_SIGNALLED);
+        d->flag.set(StopReason::DAEMON_SIGNALLED);
         d->logger().debug("{} is signalled to exit gracefully.", d->name);
         co_await sleep_on(d->exited_flag(), loop, *backoff);
     }
@@ -777,6 +842,15 @@ DaemonsMemory::DaemonsMemory(std::shared_ptr<const Resource> resource, std::shar
     : resource(std::move(resource)), memo(std::move(memo)), logger(std::move(logger)) {}
 
 void DaemonsMemory::set_body(const json& body) {
+    if (running.empty()) {
+        stale_ = true;
+        return;
+    }
+    refresh(body);
+}
+
+void DaemonsMemory::refresh(const json& body) {
+    stale_ = false;
     refresh_in_place(live_, body);
     // Daemons on threads take their copies from a snapshot of their own.
     std::shared_ptr<const json> fresh = threaded > 0 ? std::make_shared<const json>(body) : nullptr;
@@ -845,8 +919,10 @@ Task<std::vector<double>> DaemonsEngine::process(std::shared_ptr<DaemonsMemory> 
         if (!intents::match(*h.spawning, *memory->resource, body, ctx)) continue;
         matching.insert(id);
         // A daemon still stopping counts as running: respawned only once it has exited.
-        if (!core_->closing && !core_->paused && !memory->running.count(id))
+        if (!core_->closing && !core_->paused && !memory->running.count(id)) {
+            if (memory->stale_) memory->refresh(body);
             spawn_daemon(core_, h, memory);
+        }
     }
     std::vector<std::shared_ptr<Daemon>> mismatching;
     for (const auto& [id, d] : memory->running) {

@@ -42,9 +42,10 @@ class Daemon;  // one running daemon or timer
 struct EngineCore;
 
 /// How the engine writes a daemon's or timer's patch (the reactor's patching: the merge patch,
-/// the status subresource, transformations). `body` is the latest known body of the object.
-using PatchWriter =
-    std::function<Task<void>(const Resource& resource, json body, Patch patch, Logger& logger)>;
+/// the status subresource, transformations). `body` is the object's address (namespace, name),
+/// and with transformations its latest known body; it stays valid until the task ends.
+using PatchWriter = std::function<Task<void>(const Resource& resource, const json& body,
+                                             Patch patch, Logger& logger)>;
 
 struct DaemonsEnv {
     Executor& loop;
@@ -68,6 +69,8 @@ class DaemonsMemory {
 
     /// The latest body (on the loop, every event): coroutine daemons and timers see it at once
     /// (their views are refreshed in place), daemons on threads at their next check or run.
+    /// Without running daemons nothing is kept (an object whose daemons are all filtered out
+    /// holds no copy): the views are made from the event that spawns the first one.
     void set_body(const json& body);
     /// The latest body for daemons on threads, and its generation (increases with every
     /// set_body); any thread.
@@ -88,6 +91,9 @@ class DaemonsMemory {
     int threaded = 0;  ///< running daemons whose code runs on threads (they need snapshots)
 
   private:
+    friend class DaemonsEngine;
+    void refresh(const json& body);
+    bool stale_ = true;  // the views miss events (no daemon ran): refreshed before a spawn
     json live_ = json::object();
     mutable std::mutex mutex_;
     std::shared_ptr<const json> body_;

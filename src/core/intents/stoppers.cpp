@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 
 namespace kopf {
 
@@ -93,9 +94,10 @@ void StopFlag::set(StopReason reason) {
         waiters.swap(waiters_);
         callbacks.swap(callbacks_);
     }
-    changed_.notify_all();
+    if (changed_) changed_->notify_all();
     for (auto& [executor, waiter] : waiters) {
-        executor->post([waiter] { resume(waiter); });
+        // A wait that ended by its timeout is left alone: its executor may be gone since.
+        if (!waiter->resumed) executor->post([waiter] { resume(waiter); });
     }
     for (auto& callback : callbacks) callback();
 }
@@ -114,11 +116,14 @@ void StopFlag::on_set(std::function<void()> callback) {
 bool StopFlag::wait_blocking(double timeout) {
     std::unique_lock lock(mutex_);
     const auto is_set = [this] { return reason_ != StopReason::NONE; };
+    if (!changed_) {  // a coroutine's flag, waited on by a thread: never woken, only polled
+        throw std::logic_error("a coroutine daemon's stop flag cannot be waited on by blocking");
+    }
     if (timeout < 0) {
-        changed_.wait(lock, is_set);
+        changed_->wait(lock, is_set);
         return true;
     }
-    return changed_.wait_for(lock, std::chrono::duration<double>(timeout), is_set);
+    return changed_->wait_for(lock, std::chrono::duration<double>(timeout), is_set);
 }
 
 bool StopFlag::suspend(Executor& executor, std::coroutine_handle<> h, double timeout) {
@@ -127,20 +132,16 @@ bool StopFlag::suspend(Executor& executor, std::coroutine_handle<> h, double tim
     {
         std::lock_guard lock(mutex_);
         if (reason_ != StopReason::NONE) return false;
+        // Waits that ended by their timeout are forgotten here (the timeout does not touch the
+        // flag, which may be gone by then): the list holds the current waits and a few more.
+        waiters_.erase(std::remove_if(waiters_.begin(), waiters_.end(),
+                                      [](const auto& w) { return w.second->resumed; }),
+                       waiters_.end());
         waiters_.emplace_back(&executor, waiter);
     }
     if (timeout >= 0) {
-        executor.post_after(timeout, [weak = weak_from_this(), waiter] {
-            if (waiter->resumed) return;  // woken by the flag; the daemon may be gone since
-            if (auto flag = weak.lock()) {
-                std::lock_guard lock(flag->mutex_);
-                auto& all = flag->waiters_;
-                all.erase(std::remove_if(all.begin(), all.end(),
-                                         [&](const auto& w) { return w.second == waiter; }),
-                          all.end());
-            }
-            resume(waiter);
-        });
+        // Woken by the flag first, the waiter is resumed already: this does nothing then.
+        executor.post_after(timeout, [waiter] { resume(waiter); });
     }
     return true;
 }

@@ -14,11 +14,16 @@
 
 namespace kopf::detail {
 
-class StopFlag : public std::enable_shared_from_this<StopFlag> {
+// Part of its daemon's allocation (one per daemon): nothing in it needs shared ownership of
+// the flag itself, and a coroutine daemon's flag has no condition variable.
+class StopFlag {
   public:
     /// How the daemon waits: BLOCKING on its own thread, or SUSPENDING as a coroutine.
     enum class Mode { BLOCKING, SUSPENDING };
-    explicit StopFlag(Mode mode) : mode_(mode) {}
+    explicit StopFlag(Mode mode)
+        : mode_(mode),
+          changed_(mode == Mode::BLOCKING ? std::make_unique<std::condition_variable>() : nullptr) {
+    }
     StopFlag(const StopFlag&) = delete;
     StopFlag& operator=(const StopFlag&) = delete;
 
@@ -35,8 +40,7 @@ class StopFlag : public std::enable_shared_from_this<StopFlag> {
     /// negative); true if set.
     bool wait_blocking(double timeout);
     /// Arranges for `h` to be resumed through `executor` when the flag is set or `timeout`
-    /// seconds pass (never if negative); false if already set (do not suspend). On the loop;
-    /// the flag must be owned by a shared_ptr.
+    /// seconds pass (never if negative); false if already set (do not suspend). On the loop.
     bool suspend(Executor& executor, std::coroutine_handle<> h, double timeout);
     /// Calls `callback` once when the flag is first set (at once if it is set already).
     void on_set(std::function<void()> callback);
@@ -54,7 +58,7 @@ class StopFlag : public std::enable_shared_from_this<StopFlag> {
 
     const Mode mode_;
     mutable std::mutex mutex_;
-    std::condition_variable changed_;
+    std::unique_ptr<std::condition_variable> changed_;  // BLOCKING only
     StopReason reason_ = StopReason::NONE;
     std::vector<std::pair<Executor*, std::shared_ptr<Waiter>>> waiters_;
     std::vector<std::function<void()>> callbacks_;

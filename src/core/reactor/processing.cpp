@@ -389,31 +389,36 @@ void remember_patched(ApplyResult& result, PatchResult& patched) {
 
 }  // namespace
 
-Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
-                                const Resource& resource, ResourceMemory& memory,
-                                ProcessingOutcome& outcome,
-                                std::function<void(const std::string&)> on_superseded_write) {
+Task<ApplyResult> apply_patch(PatchApplier& applier, const ProcessingEnv& env,
+                              const Resource& resource, Logger& logger, const json& body,
+                              const Patch& patch, std::vector<Patch::Fn>& remaining_fns,
+                              std::function<void(const std::string&)> on_superseded_write) {
     ApplyResult result;
-    if (outcome.gone) co_return result;
-    Logger& logger = object_logger(env, memory, outcome.body);
-    // Purged progress leaves empty stanzas behind ({"metadata":{"annotations":{}}}): they
-    // change nothing, so they cost no request (a resume of a handled object writes nothing).
-    dicts::remove_empty_stanzas(outcome.patch.merge);
-    const bool patched = !outcome.patch.empty();
-
-    // Without a status subresource, the merge patch goes as it is, uncopied.
+    // Without a status subresource, or without status in it, the merge patch goes as it is,
+    // uncopied; else without its status, which goes to /status.
+    const json& merge = patch.merge;
+    const bool split = merge.is_object() && resource.has_status_subresource() &&
+                       merge.find("status") != merge.end();
     json stripped_patch;
-    const json* body_patch = &outcome.patch.merge;
-    if (!body_patch->is_object() || resource.has_status_subresource()) {
-        stripped_patch = outcome.body_merge_patch(resource);
+    const json* body_patch = &merge;
+    if (split) {
+        stripped_patch = json::object();
+        for (auto it = merge.begin(); it != merge.end(); ++it)
+            if (it.key() != "status") stripped_patch[it.key()] = *it;
+        body_patch = &stripped_patch;
+    } else if (!merge.is_object()) {
+        stripped_patch = json::object();
         body_patch = &stripped_patch;
     }
-    json status_patch = outcome.status_merge_patch(resource);
+    json status_patch = split ? json{{"status", merge["status"]}} : json();
     if (!body_patch->empty()) {
         if (logger.enabled_for(LogLevel::DEBUG))
             logger.debug("Patching with: {}", shown_in_log(resource, *body_patch));
-        auto r = co_await applier.merge_patch(resource, outcome.body, *body_patch, false);
-        if (!r.found) co_return result;
+        auto r = co_await applier.merge_patch(resource, body, *body_patch, false);
+        if (!r.found) {
+            result.gone = true;
+            co_return result;
+        }
         // (Event handlers see every event, our own writes' included.)
         if (on_superseded_write && r.resource_version && !status_patch.is_null() &&
             !has_event_handlers(env, resource))
@@ -423,28 +428,52 @@ Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
     if (!status_patch.is_null()) {
         if (logger.enabled_for(LogLevel::DEBUG))
             logger.debug("Patching the status with: {}", shown_in_log(resource, status_patch));
-        auto r = co_await applier.merge_patch(resource, outcome.body, status_patch, true);
-        if (!r.found) co_return result;
+        auto r = co_await applier.merge_patch(resource, body, status_patch, true);
+        if (!r.found) {
+            result.gone = true;
+            co_return result;
+        }
         remember_patched(result, r);
     }
-    if (!outcome.patch.fns.empty()) {
+    if (!patch.fns.empty()) {
         // Diff the transformations against the freshest body we know (after the merge patches).
-        json fresh = outcome.body;
+        json fresh = body;
         if (result.resource_version) {
-            fresh.merge_patch(outcome.patch.merge);
+            fresh.merge_patch(merge);
             fresh["metadata"]["resourceVersion"] = *result.resource_version;
         }
-        json ops = outcome.patch.build_json_patch(fresh);
+        json ops = patch.build_json_patch(fresh);
         if (!ops.empty()) {
             if (logger.enabled_for(LogLevel::DEBUG))
                 logger.debug("Patching with: {}", shown_json_patch(resource, ops));
             auto r = co_await applier.json_patch(resource, fresh, ops, false);
             if (r.conflict) {
-                memory.remaining_fns = outcome.patch.fns;  // retried on the next event
+                remaining_fns = patch.fns;  // retried on the next event
             } else if (r.found) {
                 remember_patched(result, r);
             }
         }
+    }
+    co_return result;
+}
+
+Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
+                                const Resource& resource, ResourceMemory& memory,
+                                ProcessingOutcome& outcome,
+                                std::function<void(const std::string&)> on_superseded_write) {
+    if (outcome.gone) co_return ApplyResult();
+    Logger& logger = object_logger(env, memory, outcome.body);
+    // Purged progress leaves empty stanzas behind ({"metadata":{"annotations":{}}}): they
+    // change nothing, so they cost no request (a resume of a handled object writes nothing).
+    dicts::remove_empty_stanzas(outcome.patch.merge);
+    const bool patched = !outcome.patch.empty();
+    ApplyResult result;
+    if (patched) {
+        // Named first: g++ 12 destroys argument temporaries of a co_await twice.
+        auto applying = apply_patch(applier, env, resource, logger, outcome.body, outcome.patch,
+                                    memory.remaining_fns, std::move(on_superseded_write));
+        result = co_await std::move(applying);
+        if (result.gone) co_return result;
     }
 
     auto delay = outcome.delay();
@@ -465,6 +494,34 @@ Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
         if (outcome.matched) logger.debug("Handling cycle is finished, waiting for new changes.");
     }
     co_return result;
+}
+
+namespace {
+
+// Deeper than any object of the API: the rest is freed by the destructor's own loop.
+constexpr int RELEASE_DEPTH = 32;
+
+void release_children(json& node, int depth) noexcept {
+    if (auto* object = node.get_ptr<json::object_t*>()) {
+        if (depth < RELEASE_DEPTH) {
+            for (auto& [key, value] : *object)
+                if (value.is_structured()) release_children(value, depth + 1);
+        }
+        object->clear();
+    } else if (auto* array = node.get_ptr<json::array_t*>()) {
+        if (depth < RELEASE_DEPTH) {
+            for (auto& value : *array)
+                if (value.is_structured()) release_children(value, depth + 1);
+        }
+        array->clear();
+    }
+}
+
+}  // namespace
+
+void release_body(json& body) noexcept {
+    release_children(body, 0);
+    body = nullptr;
 }
 
 json touch_patch(const OperatorSettings& settings, const json& body, actions::TimePoint now) {

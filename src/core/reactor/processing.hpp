@@ -135,7 +135,18 @@ struct ApplyResult {
     /// then let that event pass unprocessed. (Off with debug logging, which would show Kopf's
     /// line about the unchanged essence.)
     bool own_echo_is_noop = false;
+    bool gone = false;  ///< a write found no object (HTTP 404): the rest was not attempted
 };
+
+/// The writes of one patch in Kopf's order: the body merge patch, the status merge patch (to
+/// /status with a status subresource), the JSON patch of the transformations. `body` is the
+/// object the patch is for: its address, and for transformations the whole body to diff
+/// against; it must stay valid until the task ends. A conflict of the guarded JSON patch puts
+/// the transformations into `remaining_fns`. Only the writes' fields of the result are set.
+Task<ApplyResult> apply_patch(PatchApplier& applier, const ProcessingEnv& env,
+                              const Resource& resource, Logger& logger, const json& body,
+                              const Patch& patch, std::vector<Patch::Fn>& remaining_fns,
+                              std::function<void(const std::string&)> on_superseded_write = {});
 
 /// Apply the outcome in Kopf's order: body merge patch, status merge patch, JSON patch.
 /// A conflict of the guarded JSON patch keeps its transformations in `memory` for the next event.
@@ -145,6 +156,12 @@ Task<ApplyResult> apply_outcome(PatchApplier& applier, const ProcessingEnv& env,
                                 const Resource& resource, ResourceMemory& memory,
                                 ProcessingOutcome& outcome,
                                 std::function<void(const std::string&)> on_superseded_write = {});
+
+/// Frees the nodes of a body (leaving it null) with less work than its destructor: nlohmann's
+/// destructor moves every node onto a stack of its own first (so that no depth overflows the
+/// call stack); this frees the first levels directly, each container after its children, and
+/// leaves deeper levels to the destructor. For bodies freed once per event.
+void release_body(json& body) noexcept;
 
 /// The touch-dummy patch that provokes a watch event after a delay (Kopf's touch()).
 json touch_patch(const OperatorSettings& settings, const json& body, actions::TimePoint now);

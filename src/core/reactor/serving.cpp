@@ -31,6 +31,7 @@
 #include "core/reactor/queueing.hpp"
 #include "structs/bodies.hpp"
 #include "structs/credentials.hpp"
+#include "structs/dicts.hpp"
 #include "structs/references.hpp"
 
 namespace asio = boost::asio;
@@ -199,24 +200,24 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
     // Daemons and timers patch their objects as the handlers do (status subresource,
     // transformations); a daemon abandoned at the exit may try after the operator is gone.
     engines::PatchWriter make_daemon_patch_writer() {
-        return [weak = weak_from_this()](const kopf::Resource& resource, json body, Patch patch,
-                                         Logger& logger) -> Task<void> {
-            return write_daemon_patch(weak, resource, std::move(body), std::move(patch), logger);
+        return [weak = weak_from_this()](const kopf::Resource& resource, const json& body,
+                                         Patch patch, Logger& logger) -> Task<void> {
+            return write_daemon_patch(weak, resource, body, std::move(patch), logger);
         };
     }
 
+    // The patch's writes only: nothing is delayed, and no echo is expected by the object's
+    // queue (the daemons' patches are not the processing's).
     static Task<void> write_daemon_patch(std::weak_ptr<Impl> weak, const kopf::Resource& resource,
-                                         json body, Patch patch, Logger& logger) {
+                                         const json& body, Patch patch, Logger& logger) {
         auto self = weak.lock();
         if (!self || self->daemons_finished)
             throw std::runtime_error("the operator has stopped serving the resources");
-        reactor::ProcessingOutcome outcome;
-        outcome.body = std::move(body);
-        outcome.patch = std::move(patch);
-        reactor::ResourceMemory scratch;
-        scratch.logger = std::shared_ptr<Logger>(std::shared_ptr<Logger>(), &logger);
-        auto applying =
-            reactor::apply_outcome(self->applier, self->env, resource, scratch, outcome);
+        dicts::remove_empty_stanzas(patch.merge);
+        if (patch.empty()) co_return;
+        std::vector<Patch::Fn> conflicted;  // a daemon's transformations are not retried
+        auto applying = reactor::apply_patch(self->applier, self->env, resource, logger, body,
+                                             patch, conflicted);
         co_await std::move(applying);
     }
 
@@ -334,6 +335,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         auto applied = co_await std::move(applying);
         if (applied.wakeup_after)
             schedule_touch(key, kind->api, outcome.body, *applied.wakeup_after);
+        reactor::release_body(outcome.body);
         co_return ObjectQueues::Processed{.patched_version = std::move(applied.resource_version),
                                           .patched_object = std::move(applied.patched_object),
                                           .earlier_versions = std::move(applied.earlier_versions),

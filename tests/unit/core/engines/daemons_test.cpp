@@ -7,6 +7,7 @@
 
 #include <coroutine>
 
+#include "core/intents/stoppers.hpp"
 #include "unit/core/support/harness.hpp"
 
 namespace kopf::testing {
@@ -46,7 +47,7 @@ struct DaemonsBed {
 
     void start() {
         engines::DaemonsEnv env{ex, std::make_shared<const OperatorSettings>(settings), Client(),
-                                [this](const Resource&, json, Patch patch, Logger&) {
+                                [this](const Resource&, const json&, Patch patch, Logger&) {
                                     return record(this, std::move(patch));
                                 }};
         env.now = [this] { return wall(); };
@@ -289,6 +290,139 @@ TEST(DaemonTiming, CoroutineDaemonViewsEqualTheObjectAfterEveryKindOfChange) {
         EXPECT_EQ((*seen)[i]["metadata"]["labels"].dump(), expected[i]["metadata"]["labels"].dump())
             << i;
     }
+}
+
+// What did not change stays where it was (a reference into it stays valid), what changed is
+// there at the next resumption, and a view the object no longer has is empty, not stale.
+TEST(DaemonTiming, CoroutineDaemonViewsKeepUnchangedNodesInPlaceAndEmptyTheViewsGone) {
+    DaemonsBed bed;
+    bed.body = rich_body("first");
+    bed.body["status"] = {{"phase", "one"}};
+    struct Seen {
+        const json* deep = nullptr;  // ctx.spec["deep"] at each step
+        const json* name = nullptr;  // ctx.meta["name"]
+        json status;
+        json spec_field;
+    };
+    auto seen = std::make_shared<std::vector<Seen>>();
+    on::daemon d(bed.registry, "kopfexamples", {.id = "d"}, [seen](Context& ctx) -> Task<void> {
+        while (!ctx.stopped) {
+            seen->push_back({&ctx.spec["deep"], &ctx.meta["name"], ctx.status,
+                             ctx.spec.value("field", json())});
+            co_await kopf::sleep(1);
+        }
+    });
+    bed.start();
+    bed.event("");
+    bed.run_until(0.5);
+    bed.body["status"]["phase"] = "two";  // as a timer's own patch does
+    bed.body["metadata"]["resourceVersion"] = "2";
+    bed.event();
+    bed.run_until(1.5);
+    bed.body.erase("status");  // gone from the object
+    bed.body["spec"]["field"] = "changed";
+    bed.event();
+    bed.run_until(2.5);
+    ASSERT_EQ(seen->size(), 3u);
+    for (const auto& s : *seen) {
+        EXPECT_EQ(s.deep, (*seen)[0].deep);
+        EXPECT_EQ(s.name, (*seen)[0].name);
+    }
+    EXPECT_EQ((*seen)[0].status, json({{"phase", "one"}}));
+    EXPECT_EQ((*seen)[1].status, json({{"phase", "two"}}));
+    EXPECT_EQ((*seen)[2].status, json::object());
+    EXPECT_EQ((*seen)[1].spec_field, "value");
+    EXPECT_EQ((*seen)[2].spec_field, "changed");
+}
+
+// An object whose daemons are all filtered out keeps no copy of its body; the event that spawns
+// a daemon makes the views, and the daemon sees that event's body, not an older one.
+TEST(DaemonTiming, FilteredOutObjectsKeepNoViewsAndASpawnSeesTheLatestBody) {
+    DaemonsBed bed;
+    auto seen = std::make_shared<std::vector<std::string>>();
+    on::daemon d(bed.registry, "kopfexamples", {.id = "d", .labels = {{"run", "yes"}}},
+                 [seen](Context& ctx) -> Task<void> {
+                     while (!ctx.stopped) {
+                         seen->push_back(ctx.spec["field"].get<std::string>());
+                         co_await kopf::sleep(1);
+                     }
+                 });
+    bed.body["metadata"]["labels"]["run"] = "no";
+    bed.start();
+    bed.event("");
+    bed.body["spec"]["field"] = "second";
+    bed.event();
+    bed.run_until(1);
+    ASSERT_TRUE(bed.memory.daemons);
+    EXPECT_EQ(bed.memory.daemons->live(), json::object());
+    EXPECT_TRUE(seen->empty());
+    bed.body["metadata"]["labels"]["run"] = "yes";
+    bed.body["spec"]["field"] = "third";
+    bed.event();
+    bed.run_until(1.5);
+    bed.body["spec"]["field"] = "fourth";
+    bed.event();
+    bed.run_until(2.5);
+    EXPECT_EQ(*seen, (std::vector<std::string>{"third", "fourth"}));
+    EXPECT_EQ(bed.memory.daemons->live()["spec"]["field"], "fourth");
+}
+
+// The executor of a coroutine that waits on a daemon's flag (e.g. a background task's), counting
+// what goes through it.
+class CountingExecutor final : public Executor {
+  public:
+    explicit CountingExecutor(loop::VirtualExecutor& loop) : loop_(loop) {}
+    void post(std::function<void()> fn) override {
+        ++posts;
+        loop_.post(std::move(fn));
+    }
+    void post_after(double seconds, std::function<void()> fn) override {
+        ++posts;
+        loop_.post_after(seconds, std::move(fn));
+    }
+    void run_blocking(std::function<void()> work, std::function<void()> done) override {
+        loop_.run_blocking(std::move(work), std::move(done));
+    }
+    double now() const override { return loop_.now(); }
+    int posts = 0;
+
+  private:
+    loop::VirtualExecutor& loop_;
+};
+
+Task<void> wait_on(DaemonStopped stopped, double timeout, std::shared_ptr<std::vector<bool>> got) {
+    got->push_back(co_await stopped.wait(timeout));
+}
+
+// A wait that ended by its timeout is left alone when the flag is set later: neither resumed
+// again nor posted through its executor, which may be gone by then (a background task's). The
+// flag keeps no more than the waits still pending.
+TEST(DaemonStopFlag, AWaitEndedByItsTimeoutIsLeftAloneWhenTheFlagIsSet) {
+    loop::VirtualExecutor loop;
+    CountingExecutor executor(loop);
+    auto got = std::make_shared<std::vector<bool>>();
+    // Set after the wait has timed out: nothing goes through the executor.
+    auto flag = std::make_shared<detail::StopFlag>(detail::StopFlag::Mode::SUSPENDING);
+    start_detached(executor, wait_on(DaemonStopped(flag), 1, got), [](std::exception_ptr) {});
+    loop.run_until(2);
+    EXPECT_EQ(*got, std::vector<bool>{false});  // timed out
+    int posts = executor.posts;
+    flag->set(StopReason::RESOURCE_DELETED);
+    EXPECT_EQ(executor.posts, posts);
+    loop.run_until(3);
+    EXPECT_EQ(*got, std::vector<bool>{false});
+    // A wait timed out, then another one pending when the flag is set: only that one is woken.
+    got->clear();
+    auto other = std::make_shared<detail::StopFlag>(detail::StopFlag::Mode::SUSPENDING);
+    start_detached(executor, wait_on(DaemonStopped(other), 1, got), [](std::exception_ptr) {});
+    loop.run_until(5);
+    start_detached(executor, wait_on(DaemonStopped(other), -1, got), [](std::exception_ptr) {});
+    loop.run_until(6);
+    posts = executor.posts;
+    other->set(StopReason::RESOURCE_DELETED);
+    EXPECT_EQ(executor.posts, posts + 1);
+    loop.run_until(7);
+    EXPECT_EQ(*got, (std::vector<bool>{false, true}));
 }
 
 TEST(DaemonTiming, PlainTimerCountsItsIntervalFromTheEndOfEachRun) {

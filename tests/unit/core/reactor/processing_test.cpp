@@ -898,12 +898,14 @@ struct RecordingApplier : kopf::reactor::PatchApplier {
     explicit RecordingApplier(json body) : object(std::move(body)) {}
     json object;
     bool conflict_on_json_patch = false;
+    bool missing = false;  // every write answers 404
     std::vector<std::string> requests;
     int rv = 200;
 
     kopf::Task<kopf::reactor::PatchResult> merge_patch(const kopf::Resource&, const json&,
                                                        const json& patch, bool status) override {
         requests.push_back(std::string(status ? "merge /status " : "merge ") + patch.dump());
+        if (missing) co_return kopf::reactor::PatchResult{false, false, std::nullopt, ""};
         object.merge_patch(patch);
         object["metadata"]["resourceVersion"] = std::to_string(++rv);
         co_return kopf::reactor::PatchResult{true, false, object["metadata"]["resourceVersion"],
@@ -1085,6 +1087,76 @@ TEST(Application, TheEchoIsProcessedForEventHandlersAndWithDebugLogging) {
         auto out = h.process("ADDED");
         EXPECT_FALSE(apply(h, api, out).own_echo_is_noop) << with_event_handler;
     }
+}
+
+// A daemon's or timer's patch is written as the handlers' are (the status to /status with a
+// status subresource, the rest to the object, nothing sent for what is not there), without
+// processing's outcome around it.
+TEST(Application, APatchAloneIsSplitBetweenTheObjectAndItsStatusSubresource) {
+    struct Case {
+        json merge;
+        bool subresource;
+        std::vector<std::string> requests;
+    };
+    const std::vector<Case> cases{
+        {{{"status", {{"tick", 1}}}}, true, {R"(merge /status {"status":{"tick":1}})"}},
+        {{{"status", {{"tick", 1}}}}, false, {R"(merge {"status":{"tick":1}})"}},
+        {{{"metadata", {{"labels", {{"a", "b"}}}}}, {"status", {{"tick", 2}}}},
+         true,
+         {R"(merge {"metadata":{"labels":{"a":"b"}}})", R"(merge /status {"status":{"tick":2}})"}},
+        {{{"spec", {{"x", 1}}}}, true, {R"(merge {"spec":{"x":1}})"}},
+    };
+    for (const auto& c : cases) {
+        Harness h;
+        if (c.subresource) h.resource.subresources = {"status"};
+        RecordingApplier api{h.body};
+        kopf::Patch patch;
+        patch.merge = c.merge;
+        std::vector<kopf::Patch::Fn> remaining;
+        auto env = h.env();
+        kopf::testing::RecordingLogger logger(&h.lines);
+        auto result = kopf::loop::run_sync(
+            kopf::reactor::apply_patch(api, env, h.resource, logger, h.body, patch, remaining));
+        EXPECT_EQ(api.requests, c.requests) << c.merge;
+        EXPECT_EQ(result.resource_version, std::to_string(200 + c.requests.size())) << c.merge;
+        EXPECT_EQ(patch.merge, c.merge);  // the patch is read, not consumed
+        EXPECT_FALSE(result.gone);
+    }
+}
+
+// An object gone before its patch (HTTP 404): nothing more is written, and the outcome asks for
+// nothing (no wake-up, not "applied").
+TEST(Application, AGoneObjectEndsThePatchingAtItsFirstWrite) {
+    Harness h;
+    h.resource.subresources = {"status"};
+    kopf::on::create(h.registry, "kopfexamples", {.id = "fn"}, [](kopf::Context&) {
+        return json{{"m", 1}};
+    });
+    RecordingApplier api{h.body};
+    api.missing = true;
+    auto out = h.process("ADDED");
+    auto result = apply(h, api, out);
+    EXPECT_EQ(api.requests.size(), 1u);
+    EXPECT_TRUE(result.gone);
+    EXPECT_FALSE(result.resource_version);
+    EXPECT_FALSE(result.applied);
+    EXPECT_FALSE(result.wakeup_after);
+}
+
+// Bodies released after their event: null, every node freed (the sanitizer build checks), also
+// those nested deeper than the levels freed directly.
+TEST(Processing, ReleasedBodiesAreNullAndFreedAtAnyDepth) {
+    json body = {{"metadata", {{"name", "a-name-longer-than-the-small-string-buffer"}}},
+                 {"spec", {{"list", json::array({1, "two", json::object({{"three", 3}})})}}}};
+    json* level = &body["spec"]["deep"];
+    for (int i = 0; i < 200; ++i)
+        level = &((*level)["level-" + std::to_string(i)] = json::array({json::object()}))[0];
+    (*level)["leaf"] = "the last one, long enough to be allocated";
+    kopf::reactor::release_body(body);
+    EXPECT_TRUE(body.is_null());
+    json scalar = "text";
+    kopf::reactor::release_body(scalar);
+    EXPECT_TRUE(scalar.is_null());
 }
 
 TEST(SubHandlerFilters, FilteredOutSubHandlersDoNotRun) {
