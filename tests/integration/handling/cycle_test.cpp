@@ -25,6 +25,21 @@ json annotations_of(const json& body) {
     return body.value("/metadata/annotations"_json_pointer, json::object());
 }
 
+// The calls of a test's handlers, and whether its creation handler may end.
+struct HeldCreation {
+    Calls calls;
+    std::atomic<bool> released{false};
+};
+
+// A creation handler that records its call and runs until the test releases it (10 s at most).
+auto create_until_released(std::shared_ptr<HeldCreation> shared) {
+    return [shared](Context&) {
+        shared->calls.add("create_fn");
+        for (int i = 0; i < 1000 && !shared->released; ++i) std::this_thread::sleep_for(10ms);
+        return json{{"message", "created"}};
+    };
+}
+
 class HandlingCycle : public HandlingTest {};
 
 TEST_F(HandlingCycle, CreateUpdateFieldChangeAndDeleteEachRunTheirHandlersOncePerCause) {
@@ -125,17 +140,10 @@ TEST_F(HandlingCycle, ASpecPatchedByTheCreateHandlerIsSeenAsAnUpdate) {
 // whose success a patch recorded runs again (a chaos run saw 23 such repeats), and the change
 // is still handled once.
 TEST_F(HandlingCycle, LateEchoesOfOurPatchesRunNoSucceededHandlerAgain) {
-    struct Shared {
-        Calls calls;
-        std::atomic<bool> released{false};
-    };
-    auto shared = std::make_shared<Shared>();
+    auto shared = std::make_shared<HeldCreation>();
     Registry registry;
-    on::create create_fn(registry, "kopfexamples", {.id = "create_fn"}, [shared](Context&) {
-        shared->calls.add("create_fn");
-        for (int i = 0; i < 1000 && !shared->released; ++i) std::this_thread::sleep_for(10ms);
-        return json{{"message", "created"}};
-    });
+    on::create create_fn(registry, "kopfexamples", {.id = "create_fn"},
+                         create_until_released(shared));
     on::update update_fn(registry, "kopfexamples", {.id = "update_fn"}, [shared](Context& ctx) {
         shared->calls.add("update_fn", ctx.diff.to_json());
     });
@@ -169,17 +177,10 @@ TEST_F(HandlingCycle, LateEchoesOfOurPatchesRunNoSucceededHandlerAgain) {
 // only the newest is read, once the handler's cycle is over, and it carries them all. The
 // handlers see the object's latest state; none runs twice.
 TEST_F(HandlingCycle, ChangesMadeWhileAHandlerRunsAreHandledOnceWithTheLatestState) {
-    struct Shared {
-        Calls calls;
-        std::atomic<bool> released{false};
-    };
-    auto shared = std::make_shared<Shared>();
+    auto shared = std::make_shared<HeldCreation>();
     Registry registry;
-    on::create create_fn(registry, "kopfexamples", {.id = "create_fn"}, [shared](Context&) {
-        shared->calls.add("create_fn");
-        for (int i = 0; i < 1000 && !shared->released; ++i) std::this_thread::sleep_for(10ms);
-        return json{{"message", "created"}};
-    });
+    on::create create_fn(registry, "kopfexamples", {.id = "create_fn"},
+                         create_until_released(shared));
     on::update update_fn(registry, "kopfexamples", {.id = "update_fn"}, [shared](Context& ctx) {
         shared->calls.add("update_fn", ctx.diff.to_json());
         return json{{"seen", ctx.spec}};
