@@ -49,6 +49,7 @@
 #include "net/kubeconfig.hpp"
 #include "sanitizers.hpp"
 #include "structs/credentials.hpp"
+#include "support/restartable_port.hpp"
 
 namespace kopf::chaos {
 namespace {
@@ -342,8 +343,8 @@ class Cluster {
         options_.bookmark_interval = 1s;
         fs::create_directories(options_.data_dir);
         write_tokens();
+        options_.port = kopf::testing::restartable_port();  // the same port on every restart
         start();
-        options_.port = server_->port();  // the same port on every restart
     }
     ~Cluster() { server_->stop(); }
     Cluster(const Cluster&) = delete;

@@ -3,15 +3,12 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <random>
-#include <stdexcept>
 
 #include "integration/apiserver/support/harness.hpp"
 #include "net/certificates.hpp"
+#include "support/restartable_port.hpp"
 
 namespace kopf::apiserver::testing {
 namespace {
@@ -180,33 +177,13 @@ TEST(Network, TlsKubeconfigCarriesTheCaAndTheAdminToken) {
     EXPECT_EQ(config["users"][0]["user"]["token"].as<std::string>(), test.server().admin_token());
 }
 
-// The lowest port the kernel hands out to sockets bound to port 0 and to outgoing connections.
-int ephemeral_ports_start() {
-    std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
-    int low = 0;
-    return range >> low ? low : 32768;
-}
-
 // A child process started while the server runs (an operator under test) does not inherit its
-// listening socket, so the server restarts on the same port while the child lives on. The port
-// is below the ephemeral range: no other test's server or connection can take it meanwhile.
+// listening socket, so the server restarts on the same port while the child lives on.
 TEST(Network, RestartsOnItsPortWhileAChildStartedMeanwhileStillRuns) {
     ServerOptions options;
-    std::unique_ptr<Server> first;
-    std::mt19937 random(std::random_device{}());
-    const int below = std::min(ephemeral_ports_start(), 65536);
-    ASSERT_GT(below, 20000) << "the ephemeral range starts too low for this test";
-    std::uniform_int_distribution<int> ports(10000, below - 1);
-    for (int attempt = 0; attempt < 50 && !first; ++attempt) {
-        options.port = ports(random);
-        try {
-            first = std::make_unique<Server>(options);
-            first->start();
-        } catch (const std::runtime_error&) {
-            first.reset();  // in use: another port
-        }
-    }
-    ASSERT_TRUE(first) << "no free port below the ephemeral range";
+    options.port = kopf::testing::restartable_port();
+    auto first = std::make_unique<Server>(options);
+    first->start();
     EXPECT_EQ(curl_request(first->url(), "GET", "/version").status, 200);
     Process child({"sleep", "30"});
     first->stop();

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "support/fixture.hpp"
+#include "support/restartable_port.hpp"
 
 namespace kopf::testing {
 namespace {
@@ -127,9 +128,9 @@ TEST_F(Retries, PoolLimitOfOneServesConcurrentRequests) {
 // others are dead too, and the request goes on over a fresh connection.
 TEST_F(Retries, AServerRestartCostsNoAttemptsOnTheDeadPooledConnections) {
     apiserver::ServerOptions options;
+    options.port = restartable_port();
     auto plain = std::make_unique<apiserver::Server>(options);
     plain->start();
-    options.port = plain->port();
     ConnectionInfo anonymous;
     anonymous.server = plain->url();
     auto settings = fast_settings();

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "kopf/apiserver/server.hpp"
+#include "support/restartable_port.hpp"
 
 namespace kopf::testing {
 
@@ -28,9 +29,9 @@ class EmbeddedCluster : public ::testing::Test {
         dir_ = mkdtemp(name);
         server_options_.kubeconfig_out = dir_ / "kubeconfig.yaml";
         customize_server(server_options_);
+        server_options_.port = restartable_port();  // a restart serves at the same address
         server_ = std::make_unique<kopf::apiserver::Server>(server_options_);
         server_->start();
-        server_options_.port = server_->port();  // a restart serves at the same address
         setenv("KUBECONFIG", server_options_.kubeconfig_out.c_str(), 1);
         kubectl("apply -f " + std::string(KOPF_SOURCE_DIR) + "/examples/crd.yaml");
     }
