@@ -199,8 +199,9 @@ void Orchestration::start_watcher(const WatcherKey& key, const structs::Resource
         on_listed = [self, indexed] { self->indexing->listed(indexed); };
     } else {
         // Every event of an indexed kind is indexed: none is taken unparsed.
-        take_unparsed = [self, kind](const std::string& version, std::string_view line) {
-            return self->take_unparsed(kind, version, line);
+        take_unparsed = [self, kind, prefix = kind->name + "/"](const std::string& version,
+                                                                std::string_view line) {
+            return self->take_unparsed(kind, prefix, version, line);
         };
     }
     watch_until_stopped(
@@ -219,21 +220,19 @@ void Orchestration::start_watcher(const WatcherKey& key, const structs::Resource
 // is still the newest when the worker is free (the echoes of the handling cycle's own patches,
 // which at moderate rates arrive before the patches' answers, never are).
 bool Orchestration::take_unparsed(const std::shared_ptr<ServedKind>& kind,
-                                  const std::string& version, std::string_view line) {
+                                  std::string_view key_prefix, const std::string& version,
+                                  std::string_view line) {
     // A standby keeps every body it sees (the echo of a patch made before the lease was lost
     // included): it is the one to handle at the takeover.
     if (stopping || standby) return false;
-    std::string key;
-    key.reserve(kind->name.size() + 64);  // room for a uid: one allocation
-    key.append(kind->name).push_back('/');
-    if (const auto dropped = queues.drop_echo(version, key)) {
+    if (const auto dropped = queues.drop_echo(version, key_prefix)) {
         if (const auto entry = objects.find(*dropped); entry != objects.end())
             ++entry->second.events;
     } else {
         // Keyed as enqueue() keys it: an object without a sole uid in its line is parsed.
         const auto uid = clients::sole_uid(line);
         if (!uid || uid->empty() || !held.empty()) return false;
-        key.append(*uid);
+        const std::string key = object_key(*kind, *uid);
         const auto entry = objects.find(key);
         if (entry == objects.end()) return false;
         // Older than a version processed already: dropped, as enqueue_keyed() would.
@@ -265,6 +264,14 @@ std::optional<json> Orchestration::parse_deferred(const std::string& key, std::s
     }
 }
 
+std::string Orchestration::object_key(const ServedKind& kind, std::string_view id) {
+    std::string key;
+    key.reserve(kind.name.size() + 1 + id.size());  // one allocation
+    key.append(kind.name).push_back('/');
+    key.append(id);
+    return key;
+}
+
 void Orchestration::on_watch_event(const std::shared_ptr<ServedKind>& kind,
                                    engines::IndexingEngine::WatcherId indexed,
                                    clients::WatchEvent&& event) {
@@ -288,15 +295,11 @@ void Orchestration::on_watch_event(const std::shared_ptr<ServedKind>& kind,
 }
 
 void Orchestration::enqueue(const std::shared_ptr<ServedKind>& kind, clients::WatchEvent&& event) {
-    std::string key;
-    key.reserve(kind->name.size() + 64);  // room for a uid: one allocation
-    key.append(kind->name).push_back('/');
-    if (const std::string* uid = metadata_string(event.object, "uid"); uid && !uid->empty()) {
-        key += *uid;
-    } else {
-        key +=
-            metadata_field(event.object, "namespace") + "/" + metadata_field(event.object, "name");
-    }
+    const std::string* uid = metadata_string(event.object, "uid");
+    std::string key = uid && !uid->empty()
+                          ? object_key(*kind, *uid)
+                          : object_key(*kind, metadata_field(event.object, "namespace") + "/" +
+                                                  metadata_field(event.object, "name"));
     if (standby) {
         // The deletion of an object this replica never handled leaves nothing to handle.
         if (event.type == "DELETED" && !objects.count(key)) {

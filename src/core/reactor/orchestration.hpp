@@ -149,8 +149,11 @@ class Orchestration {
     bool handles(const kopf::Resource& resource) const;
     void start_watcher(const WatcherKey& key, const structs::Resource& resource,
                        std::shared_ptr<clients::StopSignal> stop);
-    bool take_unparsed(const std::shared_ptr<ServedKind>& kind, const std::string& version,
-                       std::string_view line);
+    bool take_unparsed(const std::shared_ptr<ServedKind>& kind, std::string_view key_prefix,
+                       const std::string& version, std::string_view line);
+    // The key of an object of `kind` in `objects` and the queues: "RESOURCE/UID" (or, without
+    // a uid, "RESOURCE/NAMESPACE/NAME").
+    static std::string object_key(const ServedKind& kind, std::string_view id);
     static std::optional<json> parse_deferred(const std::string& key, std::string_view line);
     void on_watch_event(const std::shared_ptr<ServedKind>& kind,
                         engines::IndexingEngine::WatcherId indexed, clients::WatchEvent&& event);

@@ -213,17 +213,34 @@ std::optional<double> ProcessingOutcome::delay() const {
     return *std::min_element(delays.begin(), delays.end());
 }
 
+namespace {
+
+// Whether a merge patch's status goes to /status, apart from the rest.
+bool status_goes_apart(const json& merge, const Resource& resource) {
+    return merge.is_object() && resource.has_status_subresource() && merge.contains("status");
+}
+
+}  // namespace
+
+json body_merge_patch(const json& merge, const Resource& resource) {
+    if (!merge.is_object()) return json::object();
+    if (!status_goes_apart(merge, resource)) return merge;
+    json stripped = json::object();  // the status is not copied only to be erased
+    for (auto it = merge.begin(); it != merge.end(); ++it)
+        if (it.key() != "status") stripped[it.key()] = *it;
+    return stripped;
+}
+
+json status_merge_patch(const json& merge, const Resource& resource) {
+    return status_goes_apart(merge, resource) ? json{{"status", merge["status"]}} : json();
+}
+
 json ProcessingOutcome::body_merge_patch(const Resource& resource) const {
-    json p = patch.merge.is_object() ? patch.merge : json::object();
-    if (resource.has_status_subresource()) p.erase("status");
-    return p;
+    return reactor::body_merge_patch(patch.merge, resource);
 }
 
 json ProcessingOutcome::status_merge_patch(const Resource& resource) const {
-    if (!resource.has_status_subresource() || !patch.merge.is_object() ||
-        !patch.merge.contains("status"))
-        return json();
-    return json{{"status", patch.merge["status"]}};
+    return reactor::status_merge_patch(patch.merge, resource);
 }
 
 Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const Resource& resource,
@@ -397,20 +414,13 @@ Task<ApplyResult> apply_patch(PatchApplier& applier, const ProcessingEnv& env,
     // Without a status subresource, or without status in it, the merge patch goes as it is,
     // uncopied; else without its status, which goes to /status.
     const json& merge = patch.merge;
-    const bool split = merge.is_object() && resource.has_status_subresource() &&
-                       merge.find("status") != merge.end();
+    json status_patch = status_merge_patch(merge, resource);
     json stripped_patch;
     const json* body_patch = &merge;
-    if (split) {
-        stripped_patch = json::object();
-        for (auto it = merge.begin(); it != merge.end(); ++it)
-            if (it.key() != "status") stripped_patch[it.key()] = *it;
-        body_patch = &stripped_patch;
-    } else if (!merge.is_object()) {
-        stripped_patch = json::object();
+    if (!status_patch.is_null() || !merge.is_object()) {
+        stripped_patch = body_merge_patch(merge, resource);
         body_patch = &stripped_patch;
     }
-    json status_patch = split ? json{{"status", merge["status"]}} : json();
     if (!body_patch->empty()) {
         if (logger.enabled_for(LogLevel::DEBUG))
             logger.debug("Patching with: {}", shown_in_log(resource, *body_patch));

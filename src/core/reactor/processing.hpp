@@ -91,6 +91,7 @@ struct ProcessingOutcome {
     json body_merge_patch(const Resource& resource) const;
     /// `{"status": ...}` to send to /status (status subresource only), or null.
     json status_merge_patch(const Resource& resource) const;
+    // (Both as the free functions below, which the patch writers use.)
     /// RFC 6902 ops of the transformations against `body`, guarded by a resourceVersion test.
     json json_patch() const { return patch.build_json_patch(body); }
 };
@@ -137,6 +138,12 @@ struct ApplyResult {
     bool own_echo_is_noop = false;
     bool gone = false;  ///< a write found no object (HTTP 404): the rest was not attempted
 };
+
+/// A merge patch's part for the object itself: without `status` if the resource has a status
+/// subresource (an object, even if `merge` is not), else all of it.
+json body_merge_patch(const json& merge, const Resource& resource);
+/// A merge patch's part for /status: `{"status": ...}` (status subresource only), or null.
+json status_merge_patch(const json& merge, const Resource& resource);
 
 /// The writes of one patch in Kopf's order: the body merge patch, the status merge patch (to
 /// /status with a status subresource), the JSON patch of the transformations. `body` is the
