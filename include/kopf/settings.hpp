@@ -75,8 +75,14 @@ struct WatchingSettings {
 
 struct QueueingSettings {
     std::optional<int> worker_limit;  ///< max concurrent per-object workers; none = unlimited
-    double idle_timeout = 5.0;        ///< seconds before an idle object worker exits (≤ 1% later)
-    double exit_timeout = 2.0;        ///< seconds given to workers at shutdown
+    /// Objects processed at once (handlers running, patches under way; not Kopf's): the events
+    /// of other objects wait, in order of arrival, for one of them to finish. Unlike
+    /// worker_limit, an idle worker holds no slot. It bounds the memory of a burst (thousands
+    /// of objects at start-up or created at once), which the operator would otherwise keep
+    /// as it peaked. 0 = unlimited (as Kopf).
+    std::size_t processing_limit = 1000;
+    double idle_timeout = 5.0;  ///< seconds before an idle object worker exits (≤ 1% later)
+    double exit_timeout = 2.0;  ///< seconds given to workers at shutdown
     std::vector<double> error_delays = {1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610};
     double batch_window = 0.1;  ///< deprecated, no effect
 };

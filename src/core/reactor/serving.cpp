@@ -12,6 +12,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <coroutine>
+#include <deque>
 #include <map>
 
 #include "clients/api.hpp"
@@ -238,6 +239,30 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
 
     // ---- processing ------------------------------------------------------------------------
 
+    // The events of objects beyond settings.queueing.processing_limit, in order of arrival.
+    struct Deferred {
+        std::string key;
+        json event;
+        ObjectQueues::Done done;
+    };
+    std::deque<Deferred> deferred;
+    std::size_t processing = 0;  // processings under way
+
+    // Starts the deferred processings that the limit allows now; when stopping, none: their
+    // workers are told they are done, as the busy ones' are when they end.
+    void start_deferred() {
+        const std::size_t limit = settings.queueing.processing_limit;
+        while (!deferred.empty() && (stopping || limit == 0 || processing < limit)) {
+            Deferred next = std::move(deferred.front());
+            deferred.pop_front();
+            if (stopping) {
+                next.done({});
+            } else {
+                process(next.key, std::move(next.event), std::move(next.done));
+            }
+        }
+    }
+
     void process(const std::string& key, json&& event, ObjectQueues::Done done) {
         // A leader that has lost its lease stops handling at once: what was queued is in the
         // standby's held events again (its watchers relist), and is handled at the takeover.
@@ -257,11 +282,20 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
             });
             return;
         }
+        // Beyond settings.queueing.processing_limit, the event waits for a processing to end.
+        const std::size_t limit = settings.queueing.processing_limit;
+        if (limit > 0 && processing >= limit) {
+            deferred.push_back({key, std::move(event), std::move(done)});
+            return;
+        }
+        ++processing;
         auto self = shared_from_this();
         kopf::start_detached<ObjectQueues::Processed>(
             executor, process_task(key, std::move(event)),
             [self, key, done = std::move(done)](std::exception_ptr error,
                                                 std::optional<ObjectQueues::Processed> processed) {
+                --self->processing;
+                self->start_deferred();
                 if (!processed) processed.emplace();
                 if (error) {
                     processed->hold = self->throttle(key, error);
@@ -440,6 +474,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
 
     void stop(std::function<void()> finished) {
         stopping = true;
+        start_deferred();
         if (retry_timer) retry_timer->cancel();
         if (indexing) indexing->release_waiters();
         on_stopped = std::move(finished);

@@ -1,6 +1,7 @@
 // The handling core end to end against the embedded API server: a full object lifecycle,
 // sub-handlers, an operator restarted mid-cycle, objects half-handled in Kopf's persisted format,
 // and other writers racing the finalizer guard. Every assertion reads the object back.
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -479,6 +480,100 @@ TEST_F(HandlingCycle, WritersRacingTheFinalizerGuardLoseNothing) {
     patch("kex-race", {{"metadata", {{"finalizers", json::array()}}}});
     ASSERT_TRUE(eventually([&] { return !get("kex-race"); })) << "the object was never released";
     EXPECT_EQ(calls.count("delete_fn"), 1);
+}
+
+// How many creation handlers run at once, at most, while the test holds them.
+struct HeldConcurrency {
+    Calls calls;
+    std::atomic<bool> released{false};
+    std::atomic<int> running{0};
+    std::atomic<int> peak{0};
+};
+
+auto create_counting_concurrency(std::shared_ptr<HeldConcurrency> shared) {
+    return [shared](Context& ctx) {
+        const int now = ++shared->running;
+        int peak = shared->peak;
+        while (now > peak && !shared->peak.compare_exchange_weak(peak, now)) {
+        }
+        shared->calls.add("create_fn", ctx.name);
+        for (int i = 0; i < 1000 && !shared->released; ++i) std::this_thread::sleep_for(10ms);
+        --shared->running;
+        return json{{"message", "created"}};
+    };
+}
+
+bool created_by_handler(const std::optional<json>& body) {
+    return body && body->value("/status/create_fn/message"_json_pointer, json()) == "created";
+}
+
+// settings.queueing.processing_limit: no more objects are processed at once than it allows
+// (here fewer than the threads for synchronous handlers would); the others' events wait their
+// turn, and every object is handled once.
+TEST_F(HandlingCycle, NoMoreObjectsAreProcessedAtOnceThanTheProcessingLimitAndNoneIsLost) {
+    auto shared = std::make_shared<HeldConcurrency>();
+    Registry registry;
+    on::create create_fn(registry, "kopfexamples", {.id = "create_fn"},
+                         create_counting_concurrency(shared));
+    auto settings = fast_settings();
+    settings.queueing.processing_limit = 2;
+    settings.execution.max_workers = 8;
+    auto operator_ = start_operator(registry, settings);
+
+    const int objects = 5;
+    for (int i = 0; i < objects; ++i)
+        create(example("kex-limited-" + std::to_string(i),
+                       {{"field", i}, {"nested", {{"a", {{"b", {{"c", i}}}}}}}}));
+    ASSERT_TRUE(eventually([&] { return shared->calls.count("create_fn") == 2; }));
+    std::this_thread::sleep_for(500ms);
+    EXPECT_EQ(shared->calls.count("create_fn"), 2);  // the other three wait
+    shared->released = true;
+    for (int i = 0; i < objects; ++i) {
+        const std::string name = "kex-limited-" + std::to_string(i);
+        ASSERT_TRUE(eventually([&] { return created_by_handler(get(name)); })) << name;
+    }
+    EXPECT_EQ(shared->calls.count("create_fn"), objects);
+    EXPECT_EQ(shared->peak, 2);
+    EXPECT_EQ(operator_->stop(), "");
+}
+
+// An operator stopped while objects wait for a processing slot exits without handling them and
+// without waiting for them; the next operator handles them, and only them.
+TEST_F(HandlingCycle, ObjectsWaitingForAProcessingSlotAtExitAreHandledByTheNextOperator) {
+    auto shared = std::make_shared<HeldConcurrency>();
+    {
+        Registry registry;
+        on::create create_fn(registry, "kopfexamples", {.id = "create_fn"},
+                             create_counting_concurrency(shared));
+        auto settings = fast_settings();
+        settings.queueing.processing_limit = 1;
+        auto operator_ = start_operator(registry, settings);
+        for (int i = 0; i < 3; ++i)
+            create(example("kex-waiting-" + std::to_string(i), {{"field", i}}));
+        ASSERT_TRUE(eventually([&] { return shared->calls.count("create_fn") == 1; }));
+        std::thread release([shared] {
+            std::this_thread::sleep_for(300ms);
+            shared->released = true;
+        });
+        EXPECT_EQ(operator_->stop(), "");
+        release.join();
+        EXPECT_EQ(shared->calls.count("create_fn"), 1);  // the waiting two never started
+    }
+    const json first = shared->calls.details("create_fn").at(0);
+    Registry registry;
+    on::create create_fn(registry, "kopfexamples", {.id = "create_fn"},
+                         create_counting_concurrency(shared));
+    auto operator_ = start_operator(registry);
+    for (int i = 0; i < 3; ++i) {
+        const std::string name = "kex-waiting-" + std::to_string(i);
+        ASSERT_TRUE(eventually([&] { return created_by_handler(get(name)); })) << name;
+    }
+    std::this_thread::sleep_for(300ms);
+    // The handled one is not handled again.
+    const auto names = shared->calls.details("create_fn");
+    EXPECT_EQ(names.size(), 3u) << json(names);
+    EXPECT_EQ(std::count(names.begin(), names.end(), first), 1) << json(names);
+    EXPECT_EQ(operator_->stop(), "");
 }
 
 }  // namespace
