@@ -108,8 +108,9 @@ FieldSet owned_part(const FieldSet& fields, const ManagerContext& ctx) {
     return out;
 }
 
+// Without metadata.managedFields: the managers' record is not a field anyone manages.
 FieldComparison owned_comparison(const json& before, const json& after, const ManagerContext& ctx) {
-    FieldComparison c = compare_fields(before, after, ctx.schema);
+    FieldComparison c = compare_fields(before, after, ctx.schema, true);
     return {owned_part(c.added, ctx), owned_part(c.modified, ctx), owned_part(c.removed, ctx)};
 }
 
@@ -151,9 +152,8 @@ void track_update(const json* live, json& updated, const ManagerContext& ctx) {
     const json& given = managed_fields_of(updated);
     std::vector<Manager> managers =
         decode_managers(given.is_null() && live ? managed_fields_of(*live) : given);
-    const json before = without_managed_fields(live);
-    json after = without_managed_fields(&updated);
-    const FieldComparison c = owned_comparison(before, after, ctx);
+    static const json nothing = json::object();
+    const FieldComparison c = owned_comparison(live ? *live : nothing, updated, ctx);
     const FieldSet changed = field_union(c.added, c.modified);
     const Manager self{ctx.manager, "Update", ctx.api_version, "", ctx.subresource, {}};
     bool found = false;

@@ -258,40 +258,15 @@ json Engine::not_found_status(const Resource& res, const std::string& name) cons
 
 // ---------------------------------------------------------------- schema and validation
 
-namespace {
-
-// Dotted paths of fields present in `before` but gone from `after` (pruned fields).
-void removed_fields(const json& before, const json& after, const std::string& prefix,
-                    std::vector<std::string>& out) {
-    if (before.is_object() && after.is_object()) {
-        for (const auto& [k, v] : before.items()) {
-            std::string path = prefix.empty() ? k : prefix + "." + k;
-            auto it = after.find(k);
-            if (it == after.end())
-                out.push_back(path);
-            else
-                removed_fields(v, *it, path, out);
-        }
-    } else if (before.is_array() && after.is_array() && before.size() == after.size()) {
-        for (std::size_t i = 0; i < before.size(); ++i)
-            removed_fields(before[i], after[i], prefix + "[" + std::to_string(i) + "]", out);
-    }
-}
-
-}  // namespace
-
 void Engine::apply_schema(RequestInfo& rq, json& object, json& causes, bool report_unknown,
                           const json* old) {
     const Resource& res = *rq.res;
     if (res.builtin) return;
     const ResourceVersion* v = res.version(rq.version);
     if (!v || !v->schema.is_object()) return;
-    bool check = report_unknown && rq.field_validation != "Ignore";
-    json before = check ? object : json();
-    prune(object, v->schema);
+    const bool check = report_unknown && rq.field_validation != "Ignore";
+    const std::vector<std::string> unknown = prune(object, v->schema);
     if (check) {
-        std::vector<std::string> unknown;
-        removed_fields(before, object, "", unknown);
         if (!unknown.empty() && rq.field_validation == "Strict") {
             std::string msg = "strict decoding error: ";
             for (std::size_t i = 0; i < unknown.size(); ++i)

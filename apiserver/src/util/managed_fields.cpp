@@ -136,28 +136,55 @@ void collect_applied(const json& value, const json& schema, FieldPath& path, boo
     out.insert(path);
 }
 
-void compare_values(const json* before, const json* after, const json& schema, FieldPath& path,
-                    bool root, FieldComparison& out);
+// The one field a comparison may leave out (metadata.managedFields: the managers' own record).
+struct Ignored {
+    bool managed_fields = false;
+    bool skips(const FieldPath& path, const std::string& key) const {
+        return managed_fields && path.size() == 1 && key == "managedFields" &&
+               path[0] == "f:metadata";
+    }
+};
 
+void compare_values(const json* before, const json* after, const json& schema, FieldPath& path,
+                    bool root, FieldComparison& out, const Ignored& ignored);
+
+// The two objects' keys walked side by side (both are sorted); a subtree equal on both sides
+// holds no difference and is not descended into.
 void compare_objects(const json* before, const json* after, const json& schema, FieldPath& path,
-                     bool root, FieldComparison& out) {
-    std::set<std::string> keys;
-    for (const json* side : {before, after})
-        if (side && side->is_object())
-            for (const auto& [key, sub] : side->items()) keys.insert(key);
-    for (const auto& key : keys) {
-        const json* b =
-            before && before->is_object() && before->contains(key) ? &(*before)[key] : nullptr;
-        const json* a =
-            after && after->is_object() && after->contains(key) ? &(*after)[key] : nullptr;
-        path.push_back("f:" + key);
-        compare_values(b, a, child_schema(schema, key, root), path, false, out);
+                     bool root, FieldComparison& out, const Ignored& ignored) {
+    static const json::object_t none;
+    const json::object_t& b =
+        before && before->is_object() ? before->get_ref<const json::object_t&>() : none;
+    const json::object_t& a =
+        after && after->is_object() ? after->get_ref<const json::object_t&>() : none;
+    auto bi = b.begin();
+    auto ai = a.begin();
+    while (bi != b.end() || ai != a.end()) {
+        const std::string* key = nullptr;
+        const json* old_value = nullptr;
+        const json* new_value = nullptr;
+        if (ai == a.end() || (bi != b.end() && bi->first < ai->first)) {
+            key = &bi->first;
+            old_value = &(bi++)->second;
+        } else if (bi == b.end() || ai->first < bi->first) {
+            key = &ai->first;
+            new_value = &(ai++)->second;
+        } else {
+            key = &bi->first;
+            old_value = &(bi++)->second;
+            new_value = &(ai++)->second;
+        }
+        if (old_value && new_value && *old_value == *new_value) continue;
+        if (ignored.skips(path, *key)) continue;
+        path.push_back("f:" + *key);
+        compare_values(old_value, new_value, child_schema(schema, *key, root), path, false, out,
+                       ignored);
         path.pop_back();
     }
 }
 
 void compare_lists(const json* before, const json* after, const json& schema, FieldPath& path,
-                   FieldComparison& out) {
+                   FieldComparison& out, const Ignored& ignored) {
     ListShape shape = effective_shape(schema, {before, after});
     if (shape.kind == ListKind::Atomic) {
         if (before && after && *before != *after) out.modified.insert(path);
@@ -170,13 +197,13 @@ void compare_lists(const json* before, const json* after, const json& schema, Fi
     for (const auto& [element, item] : new_items) items[element].second = item;
     for (const auto& [element, sides] : items) {
         path.push_back(element);
-        compare_values(sides.first, sides.second, item_schema(schema), path, false, out);
+        compare_values(sides.first, sides.second, item_schema(schema), path, false, out, ignored);
         path.pop_back();
     }
 }
 
 void compare_values(const json* before, const json* after, const json& schema, FieldPath& path,
-                    bool root, FieldComparison& out) {
+                    bool root, FieldComparison& out, const Ignored& ignored) {
     if (!before && !after) return;
     if (!path.empty()) {
         if (!before) out.added.insert(path);
@@ -185,9 +212,9 @@ void compare_values(const json* before, const json* after, const json& schema, F
     const json* shape_of = after ? after : before;
     const bool same_type = !before || !after || before->type() == after->type();
     if (same_type && shape_of->is_object()) {
-        compare_objects(before, after, schema, path, root, out);
+        compare_objects(before, after, schema, path, root, out, ignored);
     } else if (same_type && shape_of->is_array()) {
-        compare_lists(before, after, schema, path, out);
+        compare_lists(before, after, schema, path, out, ignored);
     } else if (before && after && *before != *after) {
         out.modified.insert(path);
     }
@@ -364,10 +391,11 @@ FieldSet applied_fields(const json& config, const json& schema) {
     return out;
 }
 
-FieldComparison compare_fields(const json& before, const json& after, const json& schema) {
+FieldComparison compare_fields(const json& before, const json& after, const json& schema,
+                               bool ignore_managed_fields) {
     FieldComparison out;
     FieldPath path;
-    compare_values(&before, &after, schema, path, true, out);
+    compare_values(&before, &after, schema, path, true, out, Ignored{ignore_managed_fields});
     return out;
 }
 

@@ -41,12 +41,13 @@ std::string field_path_string(const FieldPath& path);
 FieldSet applied_fields(const nlohmann::json& config, const nlohmann::json& schema);
 
 // How `after` differs from `before` (typed.Comparison): fields and items that are new
-// (objects included), leaves whose values changed, and fields that went away.
+// (objects included), leaves whose values changed, and fields that went away; with
+// `ignore_managed_fields`, metadata.managedFields is left out.
 struct FieldComparison {
     FieldSet added, modified, removed;
 };
 FieldComparison compare_fields(const nlohmann::json& before, const nlohmann::json& after,
-                               const nlohmann::json& schema);
+                               const nlohmann::json& schema, bool ignore_managed_fields = false);
 
 // The applied configuration merged into the live object: objects merge field by field,
 // keyed lists item by item (by their keys), set lists as unions, everything else is

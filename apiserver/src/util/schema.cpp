@@ -633,7 +633,11 @@ void check_structural(const json& s, Level level, const std::string& path,
 struct PruneState {
     std::vector<std::string> unknown;
     std::string path;
+    const json* root = nullptr;  // the resource's schema: its root is an embedded resource
     void record(const std::string& key) { unknown.push_back(child_path(path, key)); }
+    bool embedded(const json* s) const {
+        return s == root || flag(*s, "x-kubernetes-embedded-resource");
+    }
 };
 
 void prune_node(json& x, const json* s, PruneState& state);
@@ -657,7 +661,7 @@ void coerce_metadata(json& object, PruneState& state) {
 void skip_prune(json& x, const json* s, PruneState& state) {
     if (!s) return;
     const std::string saved = state.path;
-    const bool embedded = flag(*s, "x-kubernetes-embedded-resource");
+    const bool embedded = state.embedded(s);
     if (x.is_object()) {
         if (embedded) coerce_metadata(x, state);
         bool additional_present = false;
@@ -694,7 +698,7 @@ void prune_node(json& x, const json* s, PruneState& state) {
             x = json::object();
             return;
         }
-        const bool embedded = flag(*s, "x-kubernetes-embedded-resource");
+        const bool embedded = state.embedded(s);
         if (embedded) coerce_metadata(x, state);
         bool additional_present = false;
         const json* additional = additional_schema(*s, additional_present);
@@ -1416,10 +1420,12 @@ std::vector<FieldError> validate_structural_schema(const nlohmann::json& schema,
 }
 
 std::vector<std::string> prune(nlohmann::json& object, const nlohmann::json& schema) {
+    // The resource root behaves like an embedded resource: apiVersion, kind and metadata stay
+    // (the schema is not copied to say so: CRD schemas can be large, and this is per write).
+    static const json no_schema = json::object();
+    const json& root = schema.is_object() ? schema : no_schema;
     PruneState state;
-    // The resource root behaves like an embedded resource: apiVersion, kind and metadata stay.
-    json root = schema.is_object() ? schema : json::object();
-    root["x-kubernetes-embedded-resource"] = true;
+    state.root = &root;
     prune_node(object, &root, state);
     if (object.is_object()) prune_non_nullable_nulls(object, root);
     std::sort(state.unknown.begin(), state.unknown.end());

@@ -171,6 +171,20 @@ TEST(Crd, UnknownFieldsAreRejectedWithStrictValidation) {
     EXPECT_EQ(p.status, 422);
 }
 
+// A null in a known field that is not nullable is dropped, as in Kubernetes, but it is no
+// unknown field: no warning, and strict validation accepts it.
+TEST(Crd, NullsDroppedFromKnownFieldsAreNoUnknownFields) {
+    ApiCore core({});
+    install_widgets(core);
+    json w = widget("w1");
+    w["spec"]["color"] = nullptr;
+    auto r = post(core, kWidgets, w, {{"fieldValidation", "Strict"}});
+    ASSERT_EQ(r.status, 201) << r.raw;
+    EXPECT_FALSE(r.body["spec"].contains("color")) << r.raw;
+    for (const auto& [k, v] : r.response.headers)
+        EXPECT_EQ(v.find("unknown field"), std::string::npos) << k << ": " << v;
+}
+
 TEST(Crd, ServerSideApplyRemovesFieldsTheManagerNoLongerApplies) {
     ApiCore core({});
     install_widgets(core);

@@ -96,6 +96,28 @@ TEST(ManagedFields, ComparisonFindsAddedModifiedAndRemovedFieldsAndItems) {
     EXPECT_TRUE(compare_fields(after, after, kSchema).modified.empty());
 }
 
+// The managers' own record is no field anyone manages: a comparison for them leaves it out,
+// however it changed, and still finds a change deep inside an otherwise unchanged object.
+TEST(ManagedFields, ComparisonCanLeaveOutTheManagedFieldsAndFindsDeepChangesAmongEqualSubtrees) {
+    const json before = json::parse(R"({"metadata":{"name":"n","labels":{"a":"1"},
+      "managedFields":[{"manager":"kubectl","operation":"Update","fieldsV1":{"f:spec":{}}}]},
+      "spec":{"size":1,"deep":{"a":{"b":{"c":1,"d":[1,2]}},"same":{"x":{"y":"z"}}}}})");
+    json after = before;
+    after["metadata"]["managedFields"][0]["manager"] = "kopf";
+    after["metadata"]["managedFields"].push_back({{"manager", "other"}});
+    after["spec"]["deep"]["a"]["b"]["c"] = 2;
+    after["metadata"]["labels"]["b"] = "2";
+
+    const FieldComparison ignoring = compare_fields(before, after, kSchema, true);
+    EXPECT_EQ(v1(ignoring.modified), R"({"f:spec":{"f:deep":{"f:a":{"f:b":{"f:c":{}}}}}})");
+    EXPECT_EQ(v1(ignoring.added), R"({"f:metadata":{"f:labels":{"f:b":{}}}})");
+    EXPECT_TRUE(ignoring.removed.empty());
+
+    const FieldComparison all = compare_fields(before, after, kSchema);
+    EXPECT_TRUE(all.modified.contains(FieldPath{"f:metadata", "f:managedFields"}));
+    EXPECT_EQ(all.added, ignoring.added);
+}
+
 TEST(ManagedFields, ApplyMergeMergesKeyedItemsUnitesSetsAndReplacesAtomicLists) {
     const json live = json::parse(
         R"({"spec":{"size":1,"args":["a","b"],"tags":["x"],"ports":[{"port":80,"protocol":"TCP","name":"a"},{"port":90,"protocol":"TCP"}]},"other":1})");
