@@ -6,6 +6,9 @@
 //   export KOPF_BENCH_RECORDS=/tmp/records.txt KOPF_BENCH_EXPECTED=10000 KUBECONFIG=...
 //   kopf run bench/operators/daemons_operator.cpp --standalone -n default
 //
+// $KOPF_BENCH_PROCESSING_LIMIT sets settings.queueing.processing_limit (0: unlimited, to measure
+// the start-up burst without the limit); unset or empty: the default.
+//
 // Records (appended with O_APPEND): "daemons <how many have started> <µs since the epoch>" for
 // the first daemon, every 1% of $KOPF_BENCH_EXPECTED, and the last one — not one line per daemon,
 // so that recording costs the operator nothing measurable.
@@ -17,6 +20,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <kopf/kopf.hpp>
+#include <stdexcept>
+#include <string>
 
 namespace {
 
@@ -56,3 +61,16 @@ kopf::Task<void> idle_daemon(kopf::Context& ctx) {
     co_await ctx.stopped.wait();
 }
 KOPF_DAEMON(idle_daemon, kBenchObjects, {.labels = {{"bench-daemon", "on"}}});
+
+void configure(kopf::ActivityContext& ctx) {
+    const char* limit = std::getenv("KOPF_BENCH_PROCESSING_LIMIT");
+    if (!limit || !*limit) return;
+    char* end = nullptr;
+    const long value = std::strtol(limit, &end, 10);
+    if (*end != '\0' || value < 0) {
+        throw std::runtime_error(std::string("KOPF_BENCH_PROCESSING_LIMIT='") + limit +
+                                 "' is not a non-negative integer");
+    }
+    ctx.settings.queueing.processing_limit = static_cast<std::size_t>(value);
+}
+KOPF_ON_STARTUP(configure);
