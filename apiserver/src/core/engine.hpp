@@ -308,6 +308,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
     bool view_is_identity(const Resource& res, const std::string& version) const;
     std::string view_dump(const Resource& res, const std::string& version,
                           const json& stored) const;
+    // The answer to a write just committed: the object as its watchers of `version` were sent
+    // it (one serialisation for both), else serialised here.
+    std::string written_view_dump(const Resource& res, const std::string& version,
+                                  const json& stored) const;
     json not_found_status(const Resource& res, const std::string& name) const;
 
   private:

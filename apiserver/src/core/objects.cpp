@@ -5,6 +5,7 @@
 #include <optional>
 #include <random>
 #include <stdexcept>
+#include <string_view>
 
 #include "core/engine.hpp"
 #include "core/field_managers.hpp"
@@ -242,6 +243,20 @@ std::string Engine::view_dump(const Resource& res, const std::string& version,
             return stored.dump();
     }
     return to_view(res, version, stored).dump();
+}
+
+std::string Engine::written_view_dump(const Resource& res, const std::string& version,
+                                      const json& stored) const {
+    if (!history_.empty() && history_.back()->object.get() == &stored) {
+        const WatchEvent& event = *history_.back();
+        // The lines of event_line(): {"type":"<type>","object":<the view>}\n
+        const auto line = event.lines.find(res.group + "/" + version);
+        const std::size_t prefix =
+            std::string_view("{\"type\":\"\",\"object\":").size() + event.type.size();
+        if (line != event.lines.end() && line->second->size() > prefix + 2)
+            return line->second->substr(prefix, line->second->size() - prefix - 2);
+    }
+    return view_dump(res, version, stored);
 }
 
 json Engine::from_view(const Resource& res, const std::string&, json object) const {
@@ -1065,7 +1080,7 @@ HttpResponse Engine::finish_write(RequestInfo& rq, Lock& lock, json obj, StoredO
         return response;
     }
     const json& stored = commit_write(res, std::move(obj), current ? &*current : nullptr);
-    response.body = view_dump(res, rq.version, stored);
+    response.body = written_view_dump(res, rq.version, stored);
     return response;
 }
 

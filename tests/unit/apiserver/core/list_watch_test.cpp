@@ -113,6 +113,32 @@ TEST(List, NonNumericResourceVersionIs400) {
     EXPECT_EQ(get(core, kCms, {{"resourceVersion", "abc"}}).status, 400);
 }
 
+// A write's answer is the object exactly as its watchers were sent it (one serialisation for
+// both) and as a read shows it; without watchers too.
+TEST(Watch, AWritesAnswerIsTheObjectItsWatchersWereSentByteForByte) {
+    ApiCore core({});
+    const std::string configmaps = "/api/v1/namespaces/default/configmaps";
+    const Reply unwatched = post(core, configmaps, configmap("quiet", {{"k", "v"}}));
+    ASSERT_EQ(unwatched.status, 201) << unwatched.raw;
+    EXPECT_EQ(unwatched.raw, get(core, configmaps + "/quiet").raw);
+
+    auto sink = watch(core, configmaps,
+                      {{"resourceVersion", unwatched.body["metadata"]["resourceVersion"]}});
+    const Reply created = post(core, configmaps, configmap("c1", {{"k", "v"}}));
+    const Reply patched = patch(core, configmaps + "/c1", {{"data", {{"k", "w"}, {"deep", "x"}}}});
+    ASSERT_EQ(patched.status, 200) << patched.raw;
+    ASSERT_TRUE(sink->wait_for_count(2));
+    const auto lines = sink->lines();
+    const std::string added = R"({"type":"ADDED","object":)";
+    const std::string modified = R"({"type":"MODIFIED","object":)";
+    ASSERT_EQ(lines[0].substr(0, added.size()), added);
+    ASSERT_EQ(lines[1].substr(0, modified.size()), modified);
+    EXPECT_EQ(created.raw, lines[0].substr(added.size(), lines[0].size() - added.size() - 2));
+    EXPECT_EQ(patched.raw, lines[1].substr(modified.size(), lines[1].size() - modified.size() - 2));
+    EXPECT_EQ(patched.raw, get(core, configmaps + "/c1").raw);
+    EXPECT_EQ(patched.body["data"]["deep"], "x");
+}
+
 TEST(Watch, WithoutResourceVersionSendsSyntheticAdded) {
     ApiCore core({});
     post(core, kCms, configmap("a"));
