@@ -336,6 +336,18 @@ FieldSet fields_from_v1(const json& fields_v1) {
     return out;
 }
 
+bool fields_v1_contains(const json& fields_v1, const FieldPath& path) {
+    if (path.empty()) return false;
+    const json* node = &fields_v1;
+    for (const auto& element : path) {
+        if (!node->is_object()) return false;
+        const auto child = node->find(element);
+        if (child == node->end()) return false;
+        node = &*child;
+    }
+    return node->is_object() && (node->empty() || node->contains("."));
+}
+
 json fields_to_v1(const FieldSet& fields) {
     json root = json::object();
     for (const auto& path : fields) {

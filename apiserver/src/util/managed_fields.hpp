@@ -31,6 +31,9 @@ using FieldSet = std::set<FieldPath>;
 // std::invalid_argument naming the offending key when it is not FieldsV1.
 FieldSet fields_from_v1(const nlohmann::json& fields_v1);
 nlohmann::json fields_to_v1(const FieldSet& fields);
+// Whether the set a FieldsV1 object describes has `path`, as fields_from_v1 would decide it,
+// without decoding the set (a non-object node has nothing).
+bool fields_v1_contains(const nlohmann::json& fields_v1, const FieldPath& path);
 
 // Kubernetes' rendering of a path in conflict messages: .spec.containers[name="a"].image,
 // .metadata.finalizers[="x"].

@@ -185,6 +185,49 @@ TEST(Crd, NullsDroppedFromKnownFieldsAreNoUnknownFields) {
         EXPECT_EQ(v.find("unknown field"), std::string::npos) << k << ": " << v;
 }
 
+// The Update managers of an object's managedFields, without their times: manager → fields.
+json managers_of(const json& entries) {
+    json out = json::object();
+    for (const auto& entry : entries) out[entry["manager"].get<std::string>()] = entry["fieldsV1"];
+    return out;
+}
+
+// A writer that changes only fields it owns leaves every manager's record as it was but its own
+// time; one that changes another's field takes it; one that removes a field takes it from its
+// owner, whose entry goes when it owns nothing; the entries stay in Kubernetes' order.
+TEST(Crd, UpdateManagersTakeTheFieldsTheyChangeAndNothingElse) {
+    ApiCore core({});
+    install_widgets(core);
+    auto write = [&](const json& merge, const std::string& manager) {
+        Reply r = patch(core, kWidgets + "/w1", merge, "application/merge-patch+json",
+                        {{"fieldManager", manager}});
+        EXPECT_EQ(r.status, 200) << r.raw;
+        return r.body["metadata"]["managedFields"];
+    };
+    json w = widget("w1", 2);
+    w["spec"]["color"] = "red";
+    ASSERT_EQ(post(core, kWidgets, w, {{"fieldManager", "creator"}}).status, 201);
+
+    json entries = write({{"spec", {{"size", 3}}}}, "creator");  // its own field
+    EXPECT_EQ(managers_of(entries),
+              json::parse(R"({"creator":{"f:spec":{".":{},"f:color":{},"f:size":{}}}})"));
+
+    entries = write({{"spec", {{"color", "blue"}}}}, "painter");  // someone else's field
+    EXPECT_EQ(managers_of(entries), json::parse(R"({"creator":{"f:spec":{".":{},"f:size":{}}},
+                                                   "painter":{"f:spec":{"f:color":{}}}})"));
+    const json painted = entries;
+
+    entries = write({{"spec", {{"color", "green"}}}}, "painter");  // its own field again
+    EXPECT_EQ(managers_of(entries), managers_of(painted));
+    ASSERT_EQ(entries.size(), 2u);
+    EXPECT_EQ(entries[0], painted[0]);  // the creator's, untouched, first (the older time)
+    EXPECT_EQ(entries[1]["manager"], "painter");
+    EXPECT_GE(entries[1]["time"].get<std::string>(), painted[1]["time"].get<std::string>());
+
+    entries = write({{"spec", {{"color", nullptr}}}}, "creator");  // the painter's only field
+    EXPECT_EQ(managers_of(entries), json::parse(R"({"creator":{"f:spec":{".":{},"f:size":{}}}})"));
+}
+
 TEST(Crd, ServerSideApplyRemovesFieldsTheManagerNoLongerApplies) {
     ApiCore core({});
     install_widgets(core);

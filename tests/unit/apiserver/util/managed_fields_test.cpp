@@ -38,6 +38,21 @@ TEST(ManagedFields, FieldsV1RoundTripsWithDotForMembersThatHaveChildren) {
     EXPECT_EQ(fields_to_v1(fields), text);
 }
 
+// Membership read off the FieldsV1 tree agrees with the decoded set: its members, and not the
+// nodes that only lead to members, nor paths that are not there.
+TEST(ManagedFields, FieldsV1MembershipAgreesWithTheDecodedSet) {
+    const json text = json::parse(
+        R"({"f:data":{".":{},"f:a":{}},"f:spec":{"f:ports":{"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{},"f:name":{}}},"f:tags":{"v:\"x\"":{}}}})");
+    for (const auto& path : fields_from_v1(text))
+        EXPECT_TRUE(fields_v1_contains(text, path)) << field_path_string(path);
+    EXPECT_FALSE(fields_v1_contains(text, {"f:spec"}));
+    EXPECT_FALSE(fields_v1_contains(text, {"f:spec", "f:ports"}));
+    EXPECT_FALSE(fields_v1_contains(text, {"f:spec", "f:size"}));
+    EXPECT_FALSE(fields_v1_contains(text, {"f:data", "f:a", "f:deeper"}));
+    EXPECT_FALSE(fields_v1_contains(text, {}));
+    EXPECT_FALSE(fields_v1_contains(json(), {"f:data"}));
+}
+
 TEST(ManagedFields, FieldsV1ThatIsNotFieldsV1IsRefusedNamingTheKey) {
     EXPECT_THROW(fields_from_v1(json::parse(R"({"spec":{}})")), std::invalid_argument);
     EXPECT_THROW(fields_from_v1(json::parse(R"({"f:spec":3})")), std::invalid_argument);
