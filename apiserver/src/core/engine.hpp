@@ -337,6 +337,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
     // Sends `w` the retained events of its collection after `after_rv` (410 if they are gone).
     void replay(const std::shared_ptr<Watcher>& w, uint64_t after_rv);
     std::shared_ptr<const std::string> event_line(const WatchEventPtr& event, const Watcher& w);
+    // How a watch line of `type` starts, before the object: {"type":"<type>","object":
+    static std::string event_line_head(const std::string& type);
     std::string render_event(const Watcher& w, const std::string& type, const json& view);
     void send_bookmark(Watcher& w, bool initial_end);
     void background_loop();

@@ -5,7 +5,6 @@
 #include <optional>
 #include <random>
 #include <stdexcept>
-#include <string_view>
 
 #include "core/engine.hpp"
 #include "core/field_managers.hpp"
@@ -249,10 +248,9 @@ std::string Engine::written_view_dump(const Resource& res, const std::string& ve
                                       const json& stored) const {
     if (!history_.empty() && history_.back()->object.get() == &stored) {
         const WatchEvent& event = *history_.back();
-        // The lines of event_line(): {"type":"<type>","object":<the view>}\n
+        // The lines of event_line(): the head, the view, "}\n".
         const auto line = event.lines.find(res.group + "/" + version);
-        const std::size_t prefix =
-            std::string_view("{\"type\":\"\",\"object\":").size() + event.type.size();
+        const std::size_t prefix = event_line_head(event.type).size();
         if (line != event.lines.end() && line->second->size() > prefix + 2)
             return line->second->substr(prefix, line->second->size() - prefix - 2);
     }

@@ -100,8 +100,11 @@ std::string Engine::render_event(const Watcher& w, const std::string& type, cons
         const_cast<Watcher&>(w).table_header_sent = true;
         return json{{"type", type}, {"object", std::move(t)}}.dump() + "\n";
     }
-    std::string line = "{\"type\":\"" + type + "\",\"object\":" + view.dump() + "}\n";
-    return line;
+    return event_line_head(type) + view.dump() + "}\n";
+}
+
+std::string Engine::event_line_head(const std::string& type) {
+    return "{\"type\":\"" + type + "\",\"object\":";
 }
 
 std::shared_ptr<const std::string> Engine::event_line(const WatchEventPtr& event,
@@ -113,8 +116,8 @@ std::shared_ptr<const std::string> Engine::event_line(const WatchEventPtr& event
     auto api_version = event->object->find("apiVersion");
     if (view_is_identity(*w.res, w.version) && api_version != event->object->end() &&
         *api_version == w.res->group_version(w.version))
-        line = std::make_shared<const std::string>(
-            "{\"type\":\"" + event->type + "\",\"object\":" + event->object->dump() + "}\n");
+        line = std::make_shared<const std::string>(event_line_head(event->type) +
+                                                   event->object->dump() + "}\n");
     else
         line = std::make_shared<const std::string>(
             render_event(w, event->type, to_view(*w.res, w.version, *event->object)));
