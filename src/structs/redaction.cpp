@@ -75,7 +75,7 @@ json redacted_at(const json& value, const std::vector<std::string>& field) {
 
 }  // namespace
 
-bool is_secret(const Resource& resource) {
+bool is_secret(const kopf::Resource& resource) {
     return resource.group.empty() && resource.plural == "secrets";
 }
 

@@ -11,7 +11,7 @@ namespace kopf::structs {
 inline constexpr const char* redacted_value = "<redacted>";
 
 /// Core v1 Secrets: the kind whose values are redacted in log lines.
-bool is_secret(const Resource& resource);
+bool is_secret(const kopf::Resource& resource);
 
 /// A copy of a Secret's body for logging: the values of `data` and `stringData` and the
 /// annotations that hold copies of them (kubectl's last-applied-configuration, Kopf's diff base)

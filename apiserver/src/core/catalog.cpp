@@ -159,11 +159,6 @@ bool is_dns1035_label(const std::string& s) {
     return s.size() <= 63 && std::regex_match(s, re);
 }
 
-std::string lower(std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-    return s;
-}
-
 }  // namespace
 
 void default_crd(json& crd) {

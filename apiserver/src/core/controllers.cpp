@@ -10,16 +10,7 @@ namespace kopf::apiserver::core {
 
 namespace {
 
-const char* kCrdStorage = "apiextensions.k8s.io/customresourcedefinitions";
 const char* kCrdFinalizer = "customresourcecleanup.apiextensions.k8s.io";
-
-std::vector<std::string> string_list(const json& value) {
-    std::vector<std::string> out;
-    if (value.is_array())
-        for (const auto& v : value)
-            if (v.is_string()) out.push_back(v.get<std::string>());
-    return out;
-}
 
 bool has(const std::vector<std::string>& list, const std::string& item) {
     return std::find(list.begin(), list.end(), item) != list.end();

@@ -10,13 +10,6 @@ namespace kopf::apiserver::core {
 
 namespace {
 
-HttpResponse json_response(const json& body, int status = 200) {
-    HttpResponse r;
-    r.status = status;
-    r.body = body.dump();
-    return r;
-}
-
 json sub_entry(const Resource& res, const std::string& sub, const std::vector<std::string>& verbs) {
     return {{"name", res.plural + "/" + sub},
             {"singularName", ""},
@@ -58,12 +51,6 @@ std::vector<std::string> split_trimmed(const std::string& text, char separator) 
         if (end == std::string::npos) return parts;
         start = end + 1;
     }
-}
-
-std::string lower(std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return text;
 }
 
 // The apidiscovery.k8s.io version that the Accept header prefers ("v2" or "v2beta1"), or ""

@@ -57,6 +57,12 @@ ApiError invalid_error(const std::string& group, const std::string& kind, const 
 json cause(const std::string& reason, const std::string& field, const std::string& message);
 
 // Small helpers (util.cpp).
+// The store of CustomResourceDefinitions (Engine::store_'s key).
+inline constexpr const char* kCrdStorage = "apiextensions.k8s.io/customresourcedefinitions";
+HttpResponse json_response(const json& body, int status = 200);
+std::string lower(std::string text);  // ASCII only
+// The strings of a JSON array; other items and non-arrays give nothing.
+std::vector<std::string> string_list(const json& value);
 std::string now_rfc3339();
 std::string now_rfc3339_micro();
 std::string new_uid();

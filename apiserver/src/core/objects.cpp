@@ -17,15 +17,6 @@ namespace kopf::apiserver::core {
 
 namespace {
 
-const char* kCrdStorage = "apiextensions.k8s.io/customresourcedefinitions";
-
-HttpResponse json_response(const json& body, int status = 200) {
-    HttpResponse r;
-    r.status = status;
-    r.body = body.dump();
-    return r;
-}
-
 std::string query(const RequestInfo& rq, const char* key) {
     auto it = rq.http->query.find(key);
     return it == rq.http->query.end() ? std::string() : it->second;
@@ -74,14 +65,6 @@ bool body_differs(const json& a, const json& b, bool skip_status) {
     for (const auto& [k, v] : b.items())
         if (!skip(k)) ++nb;
     return na != nb;
-}
-
-std::vector<std::string> string_list(const json& value) {
-    std::vector<std::string> out;
-    if (value.is_array())
-        for (const auto& v : value)
-            if (v.is_string()) out.push_back(v.get<std::string>());
-    return out;
 }
 
 uint64_t parse_rv(const std::string& text) {

@@ -24,6 +24,27 @@ json make_status(int code, const std::string& reason, const std::string& message
     return s;
 }
 
+HttpResponse json_response(const json& body, int status) {
+    HttpResponse r;
+    r.status = status;
+    r.body = body.dump();
+    return r;
+}
+
+std::string lower(std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return text;
+}
+
+std::vector<std::string> string_list(const json& value) {
+    std::vector<std::string> out;
+    if (value.is_array())
+        for (const auto& v : value)
+            if (v.is_string()) out.push_back(v.get<std::string>());
+    return out;
+}
+
 ApiError api_error(int code, const std::string& reason, const std::string& message, json details) {
     ApiError e;
     e.code = code;

@@ -69,10 +69,6 @@ void check_rules_at(const json& schema, const std::string& path, std::vector<Fie
         check_rules_at(*additional, path + ".additionalProperties", out, depth + 1);
 }
 
-std::string child_path(const std::string& path, const std::string& field) {
-    return path.empty() ? field : path + "." + field;
-}
-
 // The error of a failed rule, with the rule's reason, at its fieldPath.
 FieldError rule_error(const json& rule, const std::string& path, const json& schema,
                       const std::string& message) {

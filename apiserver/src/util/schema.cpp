@@ -122,10 +122,6 @@ std::string key_path(const std::string& base, const std::string& key) {
     return base + "[" + key + "]";
 }
 
-std::string child_path(const std::string& base, const std::string& name) {
-    return base.empty() ? name : base + "." + name;
-}
-
 // ------------------------------------------------------------------ regex cache
 
 // CRD patterns use Go's RE2 syntax; the few RE2-only spellings seen in CRDs are mapped to
@@ -1443,6 +1439,10 @@ std::vector<FieldError> validate(const nlohmann::json& object, const nlohmann::j
     validator.check(object, schema, "");
     check_embedded(object, &schema, "", errors, true);
     return errors;
+}
+
+std::string child_path(const std::string& base, const std::string& name) {
+    return base.empty() ? name : base + "." + name;
 }
 
 }  // namespace kopf::apiserver

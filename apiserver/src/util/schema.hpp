@@ -37,6 +37,9 @@ FieldError field_internal(std::string field, std::string detail);
 
 // Joined like apimachinery's aggregate ("a" or "[a, b]", duplicates dropped): the text
 // that follows `<Kind> "<name>" is invalid: ` in a 422 Status message.
+// A field's path under its parent's ("spec" + "x" = "spec.x"; "" + "x" = "x").
+std::string child_path(const std::string& base, const std::string& name);
+
 std::string join_field_errors(const std::vector<FieldError>& errors);
 
 // Errors that make a CRD version's openAPIV3Schema non-structural or invalid
