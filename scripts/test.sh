@@ -20,9 +20,13 @@ phase() {
 }
 phase ./scripts/setup.sh
 phase ./scripts/check-format.sh
-phase cmake --preset default -DKOPF_TEST_DIRS= \
+phase cmake --preset default -DKOPF_TEST_DIRS= -DCMAKE_UNITY_BUILD=OFF \
   -DKOPF_TESTS_ONLY="e2e/package_test;image/image_test;integration/bench/smoke_test"
 phase ./scripts/check-tidy.sh build
+# clang-tidy reads the per-file compile commands; the tree is then built as a unity build (a
+# few sources per translation unit: the headers' templates compiled once per batch, a quarter
+# less compile time), as the sanitizer presets are.
+phase cmake --preset default -DCMAKE_UNITY_BUILD=ON
 phase cmake --build --preset default
 phase ./scripts/install-package.sh build
 # The optimised tree's three tests wait on the processes they start more than they compute: they
