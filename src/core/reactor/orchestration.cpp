@@ -334,7 +334,8 @@ void Orchestration::enqueue_keyed(const std::string& key, const std::shared_ptr<
     json raw(json::value_t::object);
     raw["type"] = event.type.empty() ? json() : json(std::move(event.type));
     raw["object"] = std::move(event.object);
-    if (queues.push(key, std::move(raw)) && kind->meters.batched) kind->meters.batched->Increment();
+    if (queues.push(key, std::move(raw), event.seen_by_listing) && kind->meters.batched)
+        kind->meters.batched->Increment();
 }
 
 }  // namespace kopf::runtime

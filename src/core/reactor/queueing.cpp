@@ -61,9 +61,9 @@ bool ObjectQueues::has_slot() const {
            running_ < static_cast<std::size_t>(*options_.worker_limit);
 }
 
-bool ObjectQueues::push(const std::string& key, json event) {
+bool ObjectQueues::push(const std::string& key, json event, bool listed) {
     auto version = resource_version_of(event);
-    return push_pending(key, Pending{std::move(event), {}, std::move(version)});
+    return push_pending(key, Pending{std::move(event), {}, std::move(version), listed});
 }
 
 bool ObjectQueues::push_unparsed(const std::string& key, const std::string& version,
@@ -87,6 +87,7 @@ bool ObjectQueues::push_pending(const std::string& key, Pending pending) {
     auto [it, created] = workers_.try_emplace(key);
     Worker& worker = it->second;
     const std::optional<std::string> version = pending.version;
+    const bool listed = pending.listed;
     const bool batched = worker.latest.has_value();
     worker.latest = std::move(pending);
     if (created) {
@@ -103,6 +104,12 @@ bool ObjectQueues::push_pending(const std::string& key, Pending pending) {
             process(key, worker);
             break;
         case State::consistency:
+            if (listed) {
+                // Our patch may have been merged over someone else's change whose event the
+                // listing skipped: its version is to be processed, not let pass.
+                forget_noop_echo(key, worker);
+                worker.expected_is_noop = false;
+            }
             if (version && std::erase(worker.expected_earlier, *version) > 0) {
                 // Our earlier write of the cycle, delivered after our last patch's answer: it
                 // is superseded by the expected event, which is still due.
@@ -127,6 +134,7 @@ bool ObjectQueues::push_pending(const std::string& key, Pending pending) {
             break;  // batched: the latest event is processed when the hold is over
         case State::busy:
             note_seen(worker.seen_versions, worker.seen_truncated, version.value_or(""));
+            if (listed) worker.seen_listed = true;
             break;  // batched: the worker takes the latest event when it is free
         case State::waiting_for_slot:
             break;
@@ -145,6 +153,7 @@ void ObjectQueues::process(const std::string& key, Worker& worker) {
     worker.processing_version = worker.latest->version;
     worker.seen_versions.clear();
     worker.seen_truncated = false;
+    worker.seen_listed = false;
     std::optional<json> event = take_latest(key, worker);
     if (!event) {
         go_idle(key, worker);
@@ -174,6 +183,7 @@ void ObjectQueues::on_done(const std::string& key, Worker& worker, Processed pro
         worker.state = State::held;
         worker.seen_versions.clear();
         worker.seen_truncated = false;
+        worker.seen_listed = false;
         const unsigned long generation = renew_generation(worker);
         executor_.post_after(std::max(0.0, *hold), [this, key, generation] {
             const auto it = workers_.find(key);
@@ -198,15 +208,18 @@ void ObjectQueues::on_done(const std::string& key, Worker& worker, Processed pro
     const bool wrote_nothing = version && version == worker.processing_version;
     const bool version_seen = wrote_nothing || seen_at != seen.end();
     // Our own event needs nothing only if it is the only one since: an earlier one is someone
-    // else's change, which the server merged under our patch.
-    if (echo_is_noop && !wrote_nothing && seen.size() == 1 && seen_at == seen.begin()) {
+    // else's change, which the server merged under our patch. A listing may have skipped that
+    // earlier one: what it shows is processed.
+    const bool listed = worker.seen_listed;
+    if (echo_is_noop && !wrote_nothing && !listed && seen.size() == 1 && seen_at == seen.begin()) {
         worker.latest.reset();
     }
     // Only our earlier writes came: the event held is one of them, older than our last patch.
     if (seen.empty() && seen_at_all > 0 && !worker.seen_truncated) worker.latest.reset();
-    const bool nothing_came = seen.empty() && !worker.seen_truncated;
+    const bool nothing_came = seen.empty() && !worker.seen_truncated && !listed;
     worker.seen_versions.clear();
     worker.seen_truncated = false;
+    worker.seen_listed = false;
     if (version && !version_seen) {
         worker.state = State::consistency;
         worker.expected_version = version;

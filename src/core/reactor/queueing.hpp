@@ -65,8 +65,10 @@ class ObjectQueues {
 
     // A watch event ({"type": ..., "object": {...}}) for the object identified by `key`.
     // Returns true when it replaced an event not processed yet (batched: only the newest
-    // event of an object is processed).
-    bool push(const std::string& key, json event);
+    // event of an object is processed). `listed`: the event comes from a listing, which shows
+    // the object's latest state but skips the events that led to it; it is never let pass as
+    // the echo of our own patch, which may have been merged over a change the listing skipped.
+    bool push(const std::string& key, json event, bool listed = false);
     // The same for an event still in its watch line, if the object's worker is not idle (else
     // false, and the caller parses and push()es it): it is parsed only if it is still the newest
     // when the worker takes it. Most are superseded by then (the echoes of our own patches that
@@ -115,6 +117,7 @@ class ObjectQueues {
         json event;                          // null while `line` holds it
         std::string line;                    // the watch line, not parsed yet (if not empty)
         std::optional<std::string> version;  // its resourceVersion
+        bool listed = false;                 // from a listing (see push())
     };
     struct Worker {
         State state = State::waiting_for_slot;
@@ -127,6 +130,7 @@ class ObjectQueues {
         std::optional<std::string> processing_version;  // of the event being processed
         std::vector<std::string> seen_versions;         // of the events that came while busy
         bool seen_truncated = false;                    // more came than are kept
+        bool seen_listed = false;  // one of them came from a listing (see push())
         // Invalidates the timers of earlier states; unique among all workers, past and present
         // (a worker that exits and comes back must not inherit its predecessor's timers).
         unsigned long generation = 0;

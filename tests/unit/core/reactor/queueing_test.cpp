@@ -298,6 +298,32 @@ TEST_F(ObjectQueues, SomeoneElsesChangeBeforeOurEchoIsProcessedWithIt) {
     }
 }
 
+// A relisting (after 410 Gone) shows each object only as it is now: our patch's version, but not
+// the event of a change the patch was merged over. That version is processed, never let pass as
+// an echo that needs nothing: whether it comes while the worker waits for the patch's answer,
+// after the answer, or as our cycle's first write with the second one still to come.
+TEST_F(ObjectQueues, OurPatchsVersionSeenOnlyByAListingIsProcessed) {
+    for (const std::string when : {"while busy", "after the answer", "first write"}) {
+        auto& queues = start({.consistency_timeout = 5});
+        queues.push("uid1", event("ADDED", "1"));
+        if (when == "while busy") queues.push("uid1", event("", "3"), /*listed=*/true);
+        if (when == "first write") {
+            recorder.finish("3", true, "", {"2"});
+        } else {
+            recorder.finish("3", true);
+        }
+        executor.advance(0);
+        if (when == "after the answer") queues.push("uid1", event("", "3"), /*listed=*/true);
+        if (when == "first write") {
+            queues.push("uid1", event("", "2"), /*listed=*/true);
+            EXPECT_EQ(queues.drop_echo("3", ""), std::nullopt);
+            queues.push("uid1", event("MODIFIED", "3"));
+        }
+        EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"})) << when;
+        EXPECT_EQ(queues.busy_workers(), 1u) << when;
+    }
+}
+
 // With a status subresource, a cycle writes twice: the body (version 2), then the status (3).
 // The first write's event is ours, not someone else's change: the cycle's last echo is still
 // dropped unprocessed, whether the first echo came while the status was written or after its
