@@ -7,7 +7,9 @@ function(kopf_configure_test_target target)
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests ${PROJECT_SOURCE_DIR}/src
                              ${PROJECT_SOURCE_DIR}/apiserver/src ${PROJECT_SOURCE_DIR}/apiserver/include)
   # A precompiled header that cannot be used (different flags) is said so, not silently parsed.
-  target_compile_options(${target} PRIVATE -Winvalid-pch)
+  if(KOPF_TEST_PCH)
+    target_compile_options(${target} PRIVATE -Winvalid-pch)
+  endif()
   target_compile_definitions(${target} PRIVATE
     KOPF_SOURCE_DIR="${PROJECT_SOURCE_DIR}" KOPF_BINARY_DIR="${PROJECT_BINARY_DIR}"
     KOPF_CXX_COMPILER="${CMAKE_CXX_COMPILER}")
@@ -18,8 +20,8 @@ function(kopf_configure_test_target target)
 endfunction()
 
 # One precompiled header that every test target reuses (GoogleTest, nlohmann/json and the
-# standard headers most tests include): parsing them was a quarter of a test's compile time, paid
-# by every one of the 120-odd test executables in each build tree. The headers' macros do not
+# standard headers most tests include): parsing them was paid by every one of the 120-odd test
+# executables in each build tree (with the header, the ASan tree's tests build in ~15% less time). The headers' macros do not
 # depend on the libraries a test links, so one header serves tests of every layer.
 option(KOPF_TEST_PCH "Compile the tests with one shared precompiled header" ON)
 function(kopf_use_test_pch target)

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs the whole test suite from a clean checkout: installs dependencies; checks the formatting
-# and clang-tidy's checks (on the library files changed since .ci/tidy-baseline); builds the
-# optimised tree (g++) with the tests that need an optimised build (the Debian package's, the
+# and clang-tidy's checks (on the library files changed since .ci/tidy-baseline, with the
+# per-file compile commands of a tree configured without unity builds); builds the optimised
+# tree (g++, reconfigured as a unity build) with the tests that need an optimised build (the Debian package's, the
 # container image's, the benchmark's smoke run), builds and installs its Debian package and runs
 # those tests while it builds the library, the libFuzzer targets and the parsers' unit tests
 # with clang-16 (ASan+UBSan); runs those, each fuzz target for a bounded time (ctest label
