@@ -66,6 +66,19 @@ Task<reactor::PatchResult> ApiPatchApplier::json_patch(const kopf::Resource& res
     return write(resource, body, clients::PatchType::Json, ops, status);
 }
 
+Task<std::optional<json>> ApiPatchApplier::read(const kopf::Resource& resource, const json& body) {
+    const structs::Resource* served_as = served_resource(resource);
+    structs::Resource target = served_as ? *served_as : structs::from_public(resource);
+    try {
+        auto getting = api.get(std::move(target), metadata_field(body, "namespace"),
+                               metadata_field(body, "name"));
+        auto awaiter = loop::on_loop(io, std::move(getting));
+        co_return co_await awaiter;
+    } catch (const clients::NotFoundError&) {
+        co_return std::nullopt;
+    }
+}
+
 void ApiPatchApplier::touch(const structs::Resource& resource, const json& body) {
     json patch = reactor::touch_patch(settings, body, actions::Clock::now());
     // With a status subresource, the server drops status fields from a patch of the

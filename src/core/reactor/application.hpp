@@ -31,6 +31,7 @@ class ApiPatchApplier final : public reactor::PatchApplier {
                                            const json& patch, bool status) override;
     Task<reactor::PatchResult> json_patch(const kopf::Resource& resource, const json& body,
                                           const json& ops, bool status) override;
+    Task<std::optional<json>> read(const kopf::Resource& resource, const json& body) override;
 
     // Kopf's touch-dummy: patches the object (a dummy kept in the status to /status) to provoke
     // a watch event; in the background, a failure is logged, a gone object ignored.

@@ -396,6 +396,10 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
 
 namespace {
 
+// A guarded JSON patch (the transformations) is sent this many times at most per cycle, the
+// object read again after each conflict; then it waits for the next event.
+constexpr int kGuardedPatchAttempts = 3;
+
 // Each patch's answer is the freshest state of the object we know.
 void remember_patched(ApplyResult& result, PatchResult& patched) {
     if (!patched.resource_version) return;
@@ -452,16 +456,28 @@ Task<ApplyResult> apply_patch(PatchApplier& applier, const ProcessingEnv& env,
             fresh.merge_patch(merge);
             fresh["metadata"]["resourceVersion"] = *result.resource_version;
         }
-        json ops = patch.build_json_patch(fresh);
-        if (!ops.empty()) {
+        // The guard (a test of the resourceVersion) fails if anyone wrote since: e.g. a timer
+        // patching the status every second, when each event an operator under load processes
+        // is older than that. The next event would be as old, and the finalizer never added:
+        // the object is read again and the patch retried at once, a few times.
+        for (int attempt = 1;; ++attempt) {
+            json ops = patch.build_json_patch(fresh);
+            if (ops.empty()) break;
             if (logger.enabled_for(LogLevel::DEBUG))
                 logger.debug("Patching with: {}", shown_json_patch(resource, ops));
             auto r = co_await applier.json_patch(resource, fresh, ops, false);
-            if (r.conflict) {
-                remaining_fns = patch.fns;  // retried on the next event
-            } else if (r.found) {
-                remember_patched(result, r);
+            if (!r.conflict) {
+                if (r.found) remember_patched(result, r);
+                break;
             }
+            if (attempt >= kGuardedPatchAttempts) {
+                remaining_fns = patch.fns;  // retried on the next event
+                break;
+            }
+            logger.debug("The object has changed since; reading it again for the guarded patch.");
+            auto current = co_await applier.read(resource, fresh);
+            if (!current) break;  // gone: nothing to transform
+            fresh = std::move(*current);
         }
     }
     co_return result;

@@ -120,6 +120,9 @@ class PatchApplier {
     /// PATCH (application/json-patch+json) the object or its /status.
     virtual Task<PatchResult> json_patch(const Resource& resource, const json& body,
                                          const json& ops, bool status) = 0;
+    /// GET the object as it is now (after a guarded JSON patch conflicted); nullopt if it is
+    /// gone (HTTP 404).
+    virtual Task<std::optional<json>> read(const Resource& resource, const json& body) = 0;
 };
 
 struct ApplyResult {

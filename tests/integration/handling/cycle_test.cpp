@@ -41,6 +41,16 @@ auto create_until_released(std::shared_ptr<HeldCreation> shared) {
     };
 }
 
+// The creation handler above, and an update handler that records its diff and returns the spec
+// it saw (as status.update_fn.seen).
+void register_held_creation_and_update(Registry& registry, std::shared_ptr<HeldCreation> shared) {
+    on::create(registry, "kopfexamples", {.id = "create_fn"}, create_until_released(shared));
+    on::update(registry, "kopfexamples", {.id = "update_fn"}, [shared](Context& ctx) {
+        shared->calls.add("update_fn", ctx.diff.to_json());
+        return json{{"seen", ctx.spec}};
+    });
+}
+
 class HandlingCycle : public HandlingTest {};
 
 TEST_F(HandlingCycle, CreateUpdateFieldChangeAndDeleteEachRunTheirHandlersOncePerCause) {
@@ -181,12 +191,7 @@ TEST_F(HandlingCycle, LateEchoesOfOurPatchesRunNoSucceededHandlerAgain) {
 TEST_F(HandlingCycle, AChangeThatOnlyARelistingShowsUnderOurPatchIsHandled) {
     auto shared = std::make_shared<HeldCreation>();
     Registry registry;
-    on::create create_fn(registry, "kopfexamples", {.id = "create_fn"},
-                         create_until_released(shared));
-    on::update update_fn(registry, "kopfexamples", {.id = "update_fn"}, [shared](Context& ctx) {
-        shared->calls.add("update_fn", ctx.diff.to_json());
-        return json{{"seen", ctx.spec}};
-    });
+    register_held_creation_and_update(registry, shared);
     auto operator_ = start_operator(registry);
 
     create(example("kex-relisted", {{"field", "value"}, {"nested", {{"a", {{"b", 1}}}}}}));
@@ -225,12 +230,7 @@ TEST_F(HandlingCycle, AChangeThatOnlyARelistingShowsUnderOurPatchIsHandled) {
 TEST_F(HandlingCycle, ChangesMadeWhileAHandlerRunsAreHandledOnceWithTheLatestState) {
     auto shared = std::make_shared<HeldCreation>();
     Registry registry;
-    on::create create_fn(registry, "kopfexamples", {.id = "create_fn"},
-                         create_until_released(shared));
-    on::update update_fn(registry, "kopfexamples", {.id = "update_fn"}, [shared](Context& ctx) {
-        shared->calls.add("update_fn", ctx.diff.to_json());
-        return json{{"seen", ctx.spec}};
-    });
+    register_held_creation_and_update(registry, shared);
     auto operator_ = start_operator(registry);
 
     create(example("kex-meanwhile", {{"field", "value"}, {"nested", {{"a", {{"b", 1}}}}}}));

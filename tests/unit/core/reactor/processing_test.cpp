@@ -4,6 +4,8 @@
 // finalizer guard, and wake-ups for delayed handlers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "unit/core/support/harness.hpp"
 
 namespace {
@@ -898,7 +900,8 @@ struct RecordingApplier : kopf::reactor::PatchApplier {
     explicit RecordingApplier(json body) : object(std::move(body)) {}
     json object;
     bool conflict_on_json_patch = false;
-    bool missing = false;  // every write answers 404
+    int conflicts_left = 0;  // the next JSON patches that conflict (someone wrote meanwhile)
+    bool missing = false;    // every write answers 404
     std::vector<std::string> requests;
     int rv = 200;
 
@@ -914,12 +917,23 @@ struct RecordingApplier : kopf::reactor::PatchApplier {
     kopf::Task<kopf::reactor::PatchResult> json_patch(const kopf::Resource&, const json&,
                                                       const json& ops, bool status) override {
         requests.push_back(std::string(status ? "json /status " : "json ") + ops.dump());
-        if (conflict_on_json_patch)
+        if (conflict_on_json_patch || conflicts_left > 0) {
+            --conflicts_left;
+            // Someone else's write has moved the object on meanwhile.
+            object["metadata"]["resourceVersion"] = std::to_string(++rv);
+            co_return kopf::reactor::PatchResult{true, true, std::nullopt, ""};
+        }
+        if (ops[0]["op"] == "test" && ops[0]["value"] != object["metadata"]["resourceVersion"])
             co_return kopf::reactor::PatchResult{true, true, std::nullopt, ""};
         object = object.patch(ops);
         object["metadata"]["resourceVersion"] = std::to_string(++rv);
         co_return kopf::reactor::PatchResult{true, false, object["metadata"]["resourceVersion"],
                                              object.dump()};
+    }
+    kopf::Task<std::optional<json>> read(const kopf::Resource&, const json&) override {
+        requests.push_back("get");
+        if (missing) co_return std::nullopt;
+        co_return object;
     }
 };
 
@@ -979,6 +993,29 @@ TEST(Application, TheBodyPatchIsAnnouncedAsSupersededWhenTheStatusPatchFollows) 
             EXPECT_TRUE(announced.empty()) << variant;
         }
     }
+}
+
+// A timer patching its object every second moves it on between any event and the guarded
+// patch made from it: the object is read again and the patch retried at once (a finalizer that
+// waited for a fresher event never came under load).
+TEST(Application, AGuardedPatchThatConflictsIsRetriedOnTheObjectReadAgain) {
+    Harness h;
+    kopf::on::delete_(h.registry, "kopfexamples", {.id = "d"}, [](kopf::Context&) {});
+    RecordingApplier api{h.body};
+    api.conflicts_left = 2;
+    auto out = h.process("ADDED");
+    apply(h, api, out);
+    const auto patches = std::count_if(api.requests.begin(), api.requests.end(),
+                                       [](const auto& r) { return r.rfind("json ", 0) == 0; });
+    EXPECT_EQ(patches, 3);
+    EXPECT_EQ(std::count(api.requests.begin(), api.requests.end(), "get"), 2);
+    // The last attempt was guarded by the version read last, and it landed.
+    EXPECT_NE(api.requests.back().find(R"("value":"202")"), std::string::npos)
+        << api.requests.back();
+    EXPECT_EQ(api.object["metadata"]["finalizers"], json::array({FINALIZER}));
+    h.body = api.object;  // the next event shows it: nothing is left to retry
+    auto again = h.process();
+    EXPECT_TRUE(again.json_patch().empty()) << again.json_patch();
 }
 
 TEST(Application, FinalizerGuardConflictsAreKeptForTheNextEvent) {
