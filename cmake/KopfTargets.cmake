@@ -21,8 +21,9 @@ endfunction()
 
 # One precompiled header that every test target reuses (GoogleTest, nlohmann/json and the
 # standard headers most tests include): parsing them was paid by every one of the 120-odd test
-# executables in each build tree (with the header, the ASan tree's tests build in ~15% less time). The headers' macros do not
-# depend on the libraries a test links, so one header serves tests of every layer.
+# executables in each build tree (with the header, the ASan tree's tests build in ~15% less
+# time). The headers' macros do not depend on the libraries a test links, so one header serves
+# tests of every layer.
 option(KOPF_TEST_PCH "Compile the tests with one shared precompiled header" ON)
 function(kopf_use_test_pch target)
   if(NOT KOPF_TEST_PCH)

@@ -1,15 +1,15 @@
 #!/bin/sh
-# Runs the whole test suite from a clean checkout: installs dependencies; checks the formatting
-# and clang-tidy's checks (on the library files changed since .ci/tidy-baseline, with the
-# per-file compile commands of a tree configured without unity builds); builds the optimised
-# tree (g++, reconfigured as a unity build) with the tests that need an optimised build (the Debian package's, the
-# container image's, the benchmark's smoke run), builds and installs its Debian package and runs
-# those tests while it builds the library, the libFuzzer targets and the parsers' unit tests
-# with clang-16 (ASan+UBSan); runs those, each fuzz target for a bounded time (ctest label
-# `fuzz`); builds the tests of threads and the loop under ThreadSanitizer (g++) and runs them;
-# then builds every test under AddressSanitizer+UndefinedBehaviorSanitizer (g++) and runs them
-# all (that summary is the last line). `ctest --preset default` in a tree configured without
-# KOPF_TESTS_ONLY runs every test optimised, as developers do.
+# Runs the whole test suite from a clean checkout: installs dependencies; checks the formatting and
+# clang-tidy's checks (on the library files changed since .ci/tidy-baseline, with the per-file
+# compile commands of a tree configured without unity builds); builds the optimised tree (g++,
+# reconfigured as a unity build) with the tests that need an optimised build (the Debian package's,
+# the container image's, the benchmark's smoke run), builds and installs its Debian package and runs
+# those tests while it builds the library, the libFuzzer targets and the parsers' unit tests with
+# clang-16 (ASan+UBSan); runs those, each fuzz target for a bounded time (ctest label `fuzz`);
+# builds the tests of threads and the loop under ThreadSanitizer (g++) and runs them; then builds
+# every test under AddressSanitizer+UndefinedBehaviorSanitizer (g++) and runs them all (that summary
+# is the last line). `ctest --preset default` in a tree configured without KOPF_TESTS_ONLY runs
+# every test optimised, as developers do.
 set -eu
 cd "$(dirname "$0")/.."
 start=$(date +%s)
