@@ -18,10 +18,13 @@ std::chrono::steady_clock::duration duration_of(double seconds) {
 
 LoopExecutor::LoopExecutor(asio::io_context& io, std::size_t workers,
                            std::function<void(const std::function<void()>&)> around_blocking)
-    : io_(io), pool_(workers), around_blocking_(std::move(around_blocking)) {}
+    : io_(io), pool_(workers), around_blocking_(std::move(around_blocking)), wheel_(io) {}
 
 LoopExecutor::~LoopExecutor() {
     pool_.join();
+    // Pending delays go while the members are whole: a callback's captures may ask for more on
+    // their way out (ignored now).
+    cancel_timers();
 }
 
 void LoopExecutor::post(std::function<void()> fn) {
@@ -29,18 +32,63 @@ void LoopExecutor::post(std::function<void()> fn) {
 }
 
 void LoopExecutor::post_after(double seconds, std::function<void()> fn) {
-    auto timer = std::make_shared<asio::steady_timer>(io_, duration_of(seconds));
-    const auto id = ++next_timer_;
-    timers_.emplace(id, timer);
-    timer->async_wait([this, id, timer, fn = std::move(fn)](const boost::system::error_code& ec) {
-        timers_.erase(id);
-        if (!ec && !cancelled_) fn();
+    if (cancelled_) return;
+    // Rounded up: never earlier than asked, and every delay due in the same millisecond is one
+    // entry of the same bucket.
+    const auto deadline = std::chrono::steady_clock::now() + duration_of(seconds);
+    const Tick tick = std::chrono::ceil<TickDuration>(deadline.time_since_epoch()).count();
+    due_[tick].push_back(std::move(fn));
+    if (!firing_ && (!armed_for_ || tick < *armed_for_)) arm();
+}
+
+void LoopExecutor::arm() {
+    if (due_.empty()) {
+        armed_for_.reset();
+        return;
+    }
+    const Tick tick = due_.begin()->first;
+    armed_for_ = tick;
+    // Re-arming cancels the wait armed before (its handler sees operation_aborted).
+    wheel_.expires_at(std::chrono::steady_clock::time_point(
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(TickDuration(tick))));
+    wheel_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec != asio::error::operation_aborted) fire();
     });
+}
+
+void LoopExecutor::fire() {
+    armed_for_.reset();
+    firing_ = true;
+    // Armed again once, for what is left, however this ends (a callback may throw out of it).
+    struct Rearm {
+        LoopExecutor& self;
+        ~Rearm() {
+            self.firing_ = false;
+            if (!self.cancelled_) self.arm();
+        }
+    } rearm{*this};
+    const Tick now =
+        std::chrono::floor<TickDuration>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    // One bucket at a time, taken out first: its callbacks may add delays (even to a bucket
+    // due now, which this loop then runs too).
+    while (!cancelled_ && !due_.empty() && due_.begin()->first <= now) {
+        auto bucket = std::move(due_.begin()->second);
+        due_.erase(due_.begin());
+        for (auto& fn : bucket) {
+            if (cancelled_) break;
+            fn();
+        }
+    }
 }
 
 void LoopExecutor::cancel_timers() {
     cancelled_ = true;
-    for (auto& [id, timer] : timers_) timer->cancel();
+    armed_for_.reset();
+    wheel_.cancel();
+    // Destroyed outside the map: a callback's captures may post on their way out.
+    auto dropped = std::move(due_);
+    due_.clear();
 }
 
 void LoopExecutor::run_blocking(std::function<void()> work, std::function<void()> done) {
