@@ -287,6 +287,14 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
     std::shared_ptr<actions::HandlerMeter> meter;
     std::vector<Handler> handlers;
     std::unordered_map<const Daemon*, std::shared_ptr<Daemon>> live;
+    // One copy of each resource kind for all its objects' memories (a copy of its own, with the
+    // verbs and the names, was half a kilobyte per object). Few kinds: a list.
+    std::vector<std::shared_ptr<const Resource>> resources;
+    std::shared_ptr<const Resource> shared_resource(const Resource& resource) {
+        for (const auto& known : resources)
+            if (*known == resource) return known;
+        return resources.emplace_back(std::make_shared<const Resource>(resource));
+    }
     std::size_t abandoned = 0;
     bool closing = false;
     bool paused = false;  // the operator pauses (peering): nothing is spawned
@@ -894,8 +902,8 @@ bool DaemonsEngine::has_idle_timers(const Resource& resource) const {
 std::shared_ptr<DaemonsMemory> DaemonsEngine::remember(const Resource& resource,
                                                        std::shared_ptr<Memo> memo,
                                                        std::shared_ptr<Logger> logger) const {
-    auto memory = std::make_shared<DaemonsMemory>(std::make_shared<const Resource>(resource),
-                                                  std::move(memo), std::move(logger));
+    auto memory = std::make_shared<DaemonsMemory>(core_->shared_resource(resource), std::move(memo),
+                                                  std::move(logger));
     memory->idle_reset_time = core_->loop.now();
     return memory;
 }

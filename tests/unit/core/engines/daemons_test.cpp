@@ -639,5 +639,28 @@ TEST(DaemonTiming, OperatorExitGivesEachDaemonItsPhases) {
     bed.run_until(101);
 }
 
+// 100,000 objects with daemons must not hold 100,000 copies of their kind (names, verbs,
+// subresources): the memories of one kind share one; a kind served differently later (its CRD
+// gained the status subresource) is a new one, and the memories made before keep theirs.
+TEST(DaemonsMemory, ObjectsOfOneKindShareOneCopyOfItAndAChangedKindIsANewOne) {
+    DaemonsBed bed;
+    bed.start();
+    auto logger = std::make_shared<RecordingLogger>(&bed.lines);
+    auto first = bed.engine->remember(bed.resource, std::make_shared<Memo>(), logger);
+    auto second = bed.engine->remember(bed.resource, std::make_shared<Memo>(), logger);
+    EXPECT_EQ(first->resource.get(), second->resource.get());
+    EXPECT_EQ(*first->resource, bed.resource);
+
+    Resource changed = bed.resource;
+    changed.subresources.push_back("status");
+    auto third = bed.engine->remember(changed, std::make_shared<Memo>(), logger);
+    EXPECT_NE(third->resource.get(), first->resource.get());
+    EXPECT_TRUE(third->resource->has_status_subresource());
+    EXPECT_EQ(*first->resource, bed.resource);
+    EXPECT_FALSE(first->resource->has_status_subresource());
+    EXPECT_EQ(bed.engine->remember(changed, std::make_shared<Memo>(), logger)->resource.get(),
+              third->resource.get());
+}
+
 }  // namespace
 }  // namespace kopf::testing
