@@ -10,9 +10,12 @@ namespace asio = boost::asio;
 namespace kopf::loop {
 
 namespace {
+// A delay of a century stands for "never" (an infinite setting): nanoseconds since the clock's
+// epoch must not overflow. Negative and NaN delays are none.
+constexpr double kLongestDelay = 100.0 * 365 * 24 * 3600;
 std::chrono::steady_clock::duration duration_of(double seconds) {
     return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(std::max(0.0, seconds)));
+        std::chrono::duration<double>(std::min(std::max(0.0, seconds), kLongestDelay)));
 }
 }  // namespace
 

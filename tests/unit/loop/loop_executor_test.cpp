@@ -9,6 +9,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -136,6 +137,21 @@ TEST(LoopExecutorDelays, PendingDelaysGoWithTheExecutorEvenIfTheirCapturesPostOn
     }
     EXPECT_TRUE(posted_on_the_way_out);
     io.run();  // the timer's cancelled wait completes and touches nothing
+}
+
+// Settings may say "never" with an infinite number of seconds, and a computed delay may be NaN:
+// neither may overflow the clock or run the callback early.
+TEST(LoopExecutorDelays, InfiniteDelaysWaitAndNaNOrNegativeOnesRunAtOnce) {
+    boost::asio::io_context io;
+    LoopExecutor loop(io, 1);
+    std::vector<std::string> ran;
+    loop.post_after(std::numeric_limits<double>::infinity(), [&] { ran.push_back("never"); });
+    loop.post_after(1e300, [&] { ran.push_back("never either"); });
+    loop.post_after(std::numeric_limits<double>::quiet_NaN(), [&] { ran.push_back("nan"); });
+    loop.post_after(-5, [&] { ran.push_back("negative"); });
+    loop.post_after(0.02, [&] { loop.cancel_timers(); });
+    io.run();
+    EXPECT_EQ(ran, (std::vector<std::string>{"nan", "negative"}));
 }
 
 }  // namespace
