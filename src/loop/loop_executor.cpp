@@ -4,6 +4,7 @@
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <exception>
+#include <iterator>
 
 namespace asio = boost::asio;
 
@@ -76,11 +77,20 @@ void LoopExecutor::fire() {
     // One bucket at a time, taken out first: its callbacks may add delays (even to a bucket
     // due now, which this loop then runs too).
     while (!cancelled_ && !due_.empty() && due_.begin()->first <= now) {
+        const Tick tick = due_.begin()->first;
         auto bucket = std::move(due_.begin()->second);
         due_.erase(due_.begin());
-        for (auto& fn : bucket) {
-            if (cancelled_) break;
-            fn();
+        for (auto fn = bucket.begin(); fn != bucket.end() && !cancelled_; ++fn) {
+            try {
+                (*fn)();
+            } catch (...) {
+                // The rest of the bucket stays due, ahead of what its callbacks added: whoever
+                // runs the loop decides whether it goes on.
+                auto& rest = due_[tick];
+                rest.insert(rest.begin(), std::make_move_iterator(std::next(fn)),
+                            std::make_move_iterator(bucket.end()));
+                throw;
+            }
         }
     }
 }

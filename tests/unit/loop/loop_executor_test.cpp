@@ -154,4 +154,18 @@ TEST(LoopExecutorDelays, InfiniteDelaysWaitAndNaNOrNegativeOnesRunAtOnce) {
     EXPECT_EQ(ran, (std::vector<std::string>{"nan", "negative"}));
 }
 
+// Two delays of the same millisecond: the first one's exception must not take the second with it.
+TEST(LoopExecutorDelays, AThrowLeavesTheRestOfItsMillisecondDue) {
+    boost::asio::io_context io;
+    LoopExecutor loop(io, 1);
+    std::vector<std::string> ran;
+    loop.post_after(0.005, [] { throw std::runtime_error("a handler's bug"); });
+    loop.post_after(0.005, [&] { ran.push_back("beside it"); });
+    loop.post_after(0.005, [&] { ran.push_back("and after"); });
+    EXPECT_THROW(io.run(), std::runtime_error);
+    io.restart();
+    io.run();
+    EXPECT_EQ(ran, (std::vector<std::string>{"beside it", "and after"}));
+}
+
 }  // namespace
