@@ -10,7 +10,6 @@
 #include <functional>
 #include <kopf/task.hpp>
 #include <map>
-#include <memory>
 #include <optional>
 #include <vector>
 
