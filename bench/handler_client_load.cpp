@@ -4,8 +4,9 @@
 // Prints, per form and verb, requests/s and the process's CPU per request (user+sys of the whole
 // process over the span: the loop thread doing the HTTP, the handler's thread, nothing else busy).
 //
-//   KUBECONFIG=... handler_client_load --requests 5000
+//   KUBECONFIG=... handler_client_load --requests 5000 [--coalescing-window SECONDS]
 //
+// --coalescing-window sets settings.queueing.coalescing_window (0: off, to compare).
 // The API server (another process) must serve bench.kopf.dev/v1 benchobjects
 // (`operator_load crd --url URL`).
 #include <sys/resource.h>
@@ -16,6 +17,7 @@
 #include <kopf/kopf.hpp>
 #include <kopf/run.hpp>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -108,11 +110,16 @@ bool wait_finished(int count) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    std::optional<double> coalescing_window;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (std::string(argv[i]) == "--requests") requests = std::atol(argv[i + 1]);
+        if (std::string(argv[i]) == "--coalescing-window")
+            coalescing_window = std::atof(argv[i + 1]);
     }
     if (requests <= 0) {
-        std::fprintf(stderr, "usage: handler_client_load [--requests N]  (KUBECONFIG set)\n");
+        std::fprintf(stderr,
+                     "usage: handler_client_load [--requests N] [--coalescing-window SECONDS]  "
+                     "(KUBECONFIG set)\n");
         return 2;
     }
     try {
@@ -127,6 +134,7 @@ int main(int argc, char** argv) {
         kopf::on::create async_handler(registry, "benchobjects", {.id = "async_fn"}, async_fn);
         kopf::OperatorSettings settings;
         settings.posting.enabled = false;
+        if (coalescing_window) settings.queueing.coalescing_window = *coalescing_window;
         kopf::OperatorFlag stop, ready;
         std::string failure;
         kopf::RunOptions options;

@@ -17,6 +17,8 @@
 // the standby figures (run with --lease NAME); unset or empty: the defaults.
 // $KOPF_BENCH_IDLE_TIMEOUT (seconds) sets settings.queueing.idle_timeout (the smoke run shortens
 // the objects' workers' exit with it); unset or empty: the default, 5 s.
+// $KOPF_BENCH_COALESCING_WINDOW (seconds) sets settings.queueing.coalescing_window (0: off, to
+// compare); unset or empty: the default.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -24,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <kopf/kopf.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -76,15 +79,30 @@ void resume_fn(kopf::Context&) {
 }
 KOPF_ON_RESUME(resume_fn, kBenchObjects);
 
+namespace {
+
+// Seconds from $NAME, if set: a number, positive (or zero when `zero_allowed`).
+std::optional<double> seconds_from_env(const char* name, bool zero_allowed) {
+    const char* text = std::getenv(name);
+    if (!text || !*text) return std::nullopt;
+    char* end = nullptr;
+    const double seconds = std::strtod(text, &end);
+    if (*end != '\0' || !(seconds > 0 || (zero_allowed && seconds == 0))) {
+        throw std::runtime_error(std::string(name) + "='" + text + "' is not a " +
+                                 (zero_allowed ? "non-negative" : "positive") +
+                                 " number of seconds");
+    }
+    return seconds;
+}
+
+}  // namespace
+
 void configure(kopf::ActivityContext& ctx) {
-    if (const char* idle = std::getenv("KOPF_BENCH_IDLE_TIMEOUT"); idle && *idle) {
-        char* end = nullptr;
-        const double seconds = std::strtod(idle, &end);
-        if (*end != '\0' || !(seconds > 0)) {
-            throw std::runtime_error(std::string("KOPF_BENCH_IDLE_TIMEOUT='") + idle +
-                                     "' is not a positive number of seconds");
-        }
-        ctx.settings.queueing.idle_timeout = seconds;
+    if (const auto idle = seconds_from_env("KOPF_BENCH_IDLE_TIMEOUT", false)) {
+        ctx.settings.queueing.idle_timeout = *idle;
+    }
+    if (const auto window = seconds_from_env("KOPF_BENCH_COALESCING_WINDOW", true)) {
+        ctx.settings.queueing.coalescing_window = *window;
     }
     const char* lease = std::getenv("KOPF_BENCH_LEASE");
     if (!lease || !*lease) return;

@@ -85,6 +85,12 @@ struct QueueingSettings {
     double exit_timeout = 2.0;  ///< seconds given to workers at shutdown
     std::vector<double> error_delays = {1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610};
     double batch_window = 0.1;  ///< deprecated, no effect
+    /// Kopf++'s, not Kopf's: seconds that the operator's loop lets events, API answers and
+    /// handlers' results gather before it runs them, while that pays off (many objects at
+    /// moderate rates: ~20% less CPU per object at 1,000 objects/s); each step of a busy
+    /// object's cycle may wait up to this much more. A quiet operator, or a handler's requests
+    /// made one at a time, are not held back. 0: run each as it arrives. At most 1 s.
+    double coalescing_window = 0.002;
 };
 
 struct ScanningSettings {

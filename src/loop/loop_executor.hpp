@@ -72,4 +72,16 @@ void run_to_completion(boost::asio::io_context& io, LoopExecutor& executor, Task
 // Sleeps while the loop keeps running (its other work goes on).
 void sleep_on_loop(boost::asio::io_context& io, double seconds);
 
+// Drives the operator's loop from this thread until `stop` is set by what runs on it.
+//
+// With a coalescing window (seconds, > 0; settings.queueing.coalescing_window), the thread
+// batches its wake-ups while that pays off: once everything ready has run, it sleeps for the
+// window and then runs what arrived meanwhile (watch events, API answers, handlers' results) in
+// one go, for as long as each window brings a batch worth the wait. When one brings less (a
+// lone chain of requests, each waiting for the last one's answer, or a quiet operator), the
+// thread waits for work as usual and tries a window again only after many ordinary wake-ups, so
+// such a chain is slowed by one window per that many steps. Returns the windows slept.
+std::size_t run_until_stopped(boost::asio::io_context& io, const std::atomic<bool>& stop,
+                              double coalescing_window);
+
 }  // namespace kopf::loop

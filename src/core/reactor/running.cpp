@@ -422,6 +422,12 @@ void run_operator(const RunOptions& options, bool handle_signals) {
                 "settings.networking.qps must be positive, or 0 for no rate limit; it is {}.",
                 settings.networking.qps));
         }
+        if (const double window = settings.queueing.coalescing_window;
+            !(window >= 0 && window <= 1)) {
+            throw StartupError(fmt::format(
+                "settings.queueing.coalescing_window must be 0 (off) or up to 1 second; it is {}.",
+                window));
+        }
         if (const auto& leasing = settings.leasing;
             leasing.name &&
             (leasing.name->empty() || leasing.namespace_.empty() || !(leasing.retry_period > 0) ||
@@ -524,10 +530,7 @@ void run_operator(const RunOptions& options, bool handle_signals) {
             failure = error;
             stopping = true;
         });
-    while (!stopping) {
-        io.restart();
-        io.run_one();
-    }
+    loop::run_until_stopped(io, stopping, settings.queueing.coalescing_window);
     if (webhook_server) {
         webhook_server->stop();
         webhook_server = nullptr;

@@ -5,6 +5,7 @@
 // rate limit from settings.networking.
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -219,21 +220,36 @@ TEST_F(Background, TheClientsRateLimitComesFromTheSettings) {
     EXPECT_EQ(operator_->stop(), "");
 }
 
-TEST_F(Background, ANegativeRateLimitIsRefusedByName) {
+// An operator whose settings hold an invalid value stops at start-up with an error that names
+// the setting.
+void expect_refused_by_name(const OperatorSettings& settings, const std::string& setting) {
     Registry registry;
     on::create noop(registry, "kopfexamples", {.id = "noop"}, [](Context&) {});
-    OperatorSettings settings = fast_settings();
-    settings.networking.qps = -1;
+    OperatorSettings given = settings;
     RunOptions options;
     options.registry = &registry;
-    options.settings = &settings;
+    options.settings = &given;
     options.namespaces = {"default"};
     try {
         kopf::operator_(options);
-        FAIL() << "the operator started with qps = -1";
+        ADD_FAILURE() << "the operator started with an invalid " << setting;
     } catch (const std::runtime_error& error) {
-        EXPECT_NE(std::string(error.what()).find("settings.networking.qps"), std::string::npos)
-            << error.what();
+        EXPECT_NE(std::string(error.what()).find(setting), std::string::npos) << error.what();
+    }
+}
+
+TEST_F(Background, ANegativeRateLimitIsRefusedByName) {
+    OperatorSettings settings = fast_settings();
+    settings.networking.qps = -1;
+    expect_refused_by_name(settings, "settings.networking.qps");
+}
+
+TEST_F(Background, ACoalescingWindowOutOfRangeIsRefusedByName) {
+    for (const double window : {-0.001, 2.0, std::numeric_limits<double>::quiet_NaN()}) {
+        OperatorSettings settings = fast_settings();
+        settings.queueing.coalescing_window = window;
+        SCOPED_TRACE(window);
+        expect_refused_by_name(settings, "settings.queueing.coalescing_window");
     }
 }
 

@@ -552,6 +552,47 @@ bool created_by_handler(const std::optional<json>& body) {
     return body && body->value("/status/create_fn/message"_json_pointer, json()) == "created";
 }
 
+// settings.queueing.coalescing_window, wide: the loop lets a burst's events, answers and
+// handlers' results gather for 50 ms at a time. Every object of a burst of creations, and then of
+// changes, is still handled exactly once, with its result and diff base on it, and the operator
+// stops cleanly.
+TEST_F(HandlingCycle, ABurstIsHandledOnceEachWithAWideCoalescingWindow) {
+    auto calls = std::make_shared<Calls>();
+    Registry registry;
+    on::create create_fn(registry, "kopfexamples", {.id = "create_fn"}, [calls](Context& ctx) {
+        calls->add("create_fn", ctx.name);
+        return json{{"message", "created"}};
+    });
+    on::update update_fn(registry, "kopfexamples", {.id = "update_fn"},
+                         [calls](Context& ctx) -> Task<json> {
+                             calls->add("update_fn", ctx.name);
+                             co_return json{{"round", ctx.spec.value("round", 0)}};
+                         });
+    auto settings = fast_settings();
+    settings.queueing.coalescing_window = 0.05;
+    auto operator_ = start_operator(registry, settings);
+
+    constexpr int objects = 30;
+    const auto name_of = [](int i) { return "kex-burst-" + std::to_string(i); };
+    for (int i = 0; i < objects; ++i)
+        create(example(name_of(i), {{"field", i}, {"nested", {{"a", {{"b", {{"c", i}}}}}}}}));
+    for (int i = 0; i < objects; ++i)
+        ASSERT_TRUE(eventually([&] { return created_by_handler(get(name_of(i))); })) << name_of(i);
+    for (int i = 0; i < objects; ++i) patch(name_of(i), {{"spec", {{"round", 1}}}});
+    for (int i = 0; i < objects; ++i) {
+        ASSERT_TRUE(eventually([&] {
+            const auto body = get(name_of(i));
+            return body && body->value("/status/update_fn/round"_json_pointer, 0) == 1 &&
+                   annotations_of(*body)
+                           .value("kopf.zalando.org/last-handled-configuration", "")
+                           .find("\"round\":1") != std::string::npos;
+        })) << name_of(i);
+    }
+    EXPECT_EQ(calls->count("create_fn"), objects);
+    EXPECT_EQ(calls->count("update_fn"), objects);
+    EXPECT_EQ(operator_->stop(), "");
+}
+
 // settings.queueing.processing_limit: no more objects are processed at once than it allows
 // (here fewer than the threads for synchronous handlers would); the others' events wait their
 // turn, and every object is handled once.

@@ -2,17 +2,27 @@
 // deadline of an operator goes through: a callback never runs before its delay, delays run in
 // the order they come due (those due together in the order they were asked for), a callback may
 // ask for more, an exception out of one leaves the others working, and cancel_timers() drops
-// what is pending. Real io_context, real clock.
+// what is pending. Real io_context, real clock. And the operator's loop driven with a coalescing
+// window (run_until_stopped): everything posted runs, in order, until the stop flag; bursts are
+// taken in windows; a lone chain of requests and answers meets few of them.
 #include "loop/loop_executor.hpp"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <limits>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -157,6 +167,98 @@ TEST(LoopExecutorDelays, InfiniteDelaysWaitAndNaNOrNegativeOnesRunAtOnce) {
     loop.post_after(0.02, [&] { loop.cancel_timers(); });
     io.run();
     EXPECT_EQ(ran, (std::vector<std::string>{"nan", "negative"}));
+}
+
+// Bursts from another thread (as watch events and answers arrive): all run on the driving
+// thread, in the order posted, with their heap captures; windows are taken because they pay off;
+// the flag set by the last one ends the loop.
+TEST(LoopDriving, BurstsAreTakenInWindowsAndEverythingRunsInOrderUntilTheStopFlag) {
+    for (const double window : {0.0, 0.005}) {
+        boost::asio::io_context io;
+        std::atomic<bool> stop{false};
+        std::vector<std::string> ran;
+        const auto driver = std::this_thread::get_id();
+        bool off_thread = false;
+        constexpr int kBursts = 60, kPerBurst = 40;
+        std::thread producer([&] {
+            for (int burst = 0; burst < kBursts; ++burst) {
+                for (int i = 0; i < kPerBurst; ++i) {
+                    auto payload =
+                        std::make_shared<std::string>(std::to_string(burst * kPerBurst + i));
+                    boost::asio::post(io, [&, payload] {
+                        off_thread |= std::this_thread::get_id() != driver;
+                        ran.push_back(*payload);
+                    });
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+            boost::asio::post(io, [&] { stop = true; });
+        });
+        // Keeps the loop waiting for work rather than running out of it.
+        auto guard = boost::asio::make_work_guard(io);
+        const std::size_t windows = kopf::loop::run_until_stopped(io, stop, window);
+        producer.join();
+        ASSERT_EQ(ran.size(), static_cast<std::size_t>(kBursts * kPerBurst)) << window;
+        for (std::size_t i = 0; i < ran.size(); ++i) ASSERT_EQ(ran[i], std::to_string(i));
+        EXPECT_FALSE(off_thread);
+        if (window == 0) {
+            EXPECT_EQ(windows, 0u);
+        } else {
+            EXPECT_GE(windows, 2u) << "bursts of " << kPerBurst << " were not taken in windows";
+        }
+    }
+}
+
+// A handler's requests made one at a time: each answer comes ~0.1 ms after its request (another
+// thread plays the server). A window never gathers more than one answer, so after a miss the
+// loop tries again ever more rarely: a few windows over 2,000 steps, not one per step.
+TEST(LoopDriving, ALoneChainOfRequestsMeetsFewWindows) {
+    boost::asio::io_context io;
+    auto guard = boost::asio::make_work_guard(io);
+    std::atomic<bool> stop{false};
+    std::mutex mutex;
+    std::condition_variable asked;
+    std::optional<int> request;  // the step waiting for its answer
+    bool server_done = false;
+    constexpr int kSteps = 2000;
+    int answered = 0;
+    std::function<void(int)> send = [&](int step) {
+        std::lock_guard lock(mutex);
+        request = step;
+        asked.notify_one();
+    };
+    std::thread server([&] {
+        for (;;) {
+            std::unique_lock lock(mutex);
+            asked.wait(lock, [&] { return request.has_value() || server_done; });
+            if (server_done) return;
+            const int step = *request;
+            request.reset();
+            lock.unlock();
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+            auto answer = std::make_shared<std::string>("answer " + std::to_string(step));
+            boost::asio::post(io, [&, step, answer] {
+                ASSERT_EQ(*answer, "answer " + std::to_string(step));
+                if (++answered == kSteps) {
+                    stop = true;
+                } else {
+                    send(step + 1);
+                }
+            });
+        }
+    });
+    boost::asio::post(io, [&] { send(0); });
+    const std::size_t windows = kopf::loop::run_until_stopped(io, stop, 0.002);
+    {
+        std::lock_guard lock(mutex);
+        server_done = true;
+        asked.notify_one();
+    }
+    server.join();
+    EXPECT_EQ(answered, kSteps);
+    // Tries after 0, 200, 600, 1,400 and 3,000 ordinary wake-ups: at most one per step's.
+    EXPECT_GE(windows, 1u);
+    EXPECT_LE(windows, 6u);
 }
 
 }  // namespace
