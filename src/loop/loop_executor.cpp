@@ -152,21 +152,26 @@ std::size_t run_until_stopped(asio::io_context& io, const std::atomic<bool>& sto
     // A window pays off when the handlers it gathers are more than a lone chain's answer brings
     // (measured: 2 for a handler's requests made one at a time; 20-40 in 2 ms at 1,000 objects
     // per second). After one that did not, some ordinary wake-ups come before the next try:
-    // twice as many after each further miss, so a lone chain meets a window ever more rarely.
+    // twice as many after each further miss, so a lone chain meets a window ever more rarely;
+    // and a try at least every second, so a burst after a long quiet time is batched soon.
     constexpr std::size_t kWorthwhileBatch = 8;
     constexpr std::size_t kFirstRetryAfter = 200;
     constexpr std::size_t kLongestRetryAfter = 200 * 1024;
+    constexpr auto kLongestWithoutTry = std::chrono::seconds(1);
     const auto window = duration_of(coalescing_window);
     std::size_t windows = 0;
     std::size_t retry_after = kFirstRetryAfter;
     std::size_t wakeups_before_retry = 0;
+    auto last_try = std::chrono::steady_clock::now();
     while (!stop) {
         io.restart();
         io.run_one();  // waits for work
         if (window == std::chrono::steady_clock::duration::zero()) continue;
         if (wakeups_before_retry > 0) {
             --wakeups_before_retry;
-            continue;
+            const auto now = std::chrono::steady_clock::now();
+            if (now - last_try < kLongestWithoutTry) continue;
+            last_try = now;
         }
         while (!stop) {
             io.restart();
@@ -181,6 +186,7 @@ std::size_t run_until_stopped(asio::io_context& io, const std::atomic<bool>& sto
             }
             wakeups_before_retry = retry_after;
             retry_after = std::min(retry_after * 2, kLongestRetryAfter);
+            last_try = std::chrono::steady_clock::now();
             break;
         }
     }

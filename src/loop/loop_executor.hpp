@@ -79,8 +79,9 @@ void sleep_on_loop(boost::asio::io_context& io, double seconds);
 // window and then runs what arrived meanwhile (watch events, API answers, handlers' results) in
 // one go, for as long as each window brings a batch worth the wait. When one brings less (a
 // lone chain of requests, each waiting for the last one's answer, or a quiet operator), the
-// thread waits for work as usual and tries a window again only after many ordinary wake-ups, so
-// such a chain is slowed by one window per that many steps. Returns the windows slept.
+// thread waits for work as usual and tries a window again only after many ordinary wake-ups (or
+// a second), so such a chain is slowed by one window per that many steps. Returns the windows
+// slept.
 std::size_t run_until_stopped(boost::asio::io_context& io, const std::atomic<bool>& stop,
                               double coalescing_window);
 

@@ -248,7 +248,9 @@ TEST(LoopDriving, ALoneChainOfRequestsMeetsFewWindows) {
         }
     });
     boost::asio::post(io, [&] { send(0); });
+    const auto started = Clock::now();
     const std::size_t windows = kopf::loop::run_until_stopped(io, stop, 0.002);
+    const double took = seconds_since(started);
     {
         std::lock_guard lock(mutex);
         server_done = true;
@@ -256,9 +258,10 @@ TEST(LoopDriving, ALoneChainOfRequestsMeetsFewWindows) {
     }
     server.join();
     EXPECT_EQ(answered, kSteps);
-    // Tries after 0, 200, 600, 1,400 and 3,000 ordinary wake-ups: at most one per step's.
+    // Tries after 0, 200, 600, 1,400 and 3,000 ordinary wake-ups (at most one per step's), and
+    // one more per second that the chain took (a slow machine's).
     EXPECT_GE(windows, 1u);
-    EXPECT_LE(windows, 6u);
+    EXPECT_LE(windows, 6u + static_cast<std::size_t>(took)) << took << " s";
 }
 
 }  // namespace
