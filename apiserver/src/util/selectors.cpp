@@ -541,6 +541,22 @@ std::string string_at(const nlohmann::json& object, std::string_view dotted) {
 
 // ---------------------------------------------------------------- LabelSelector
 
+namespace {
+
+// A string field of a matchExpressions item, "" when absent; any other type is refused by name
+// (a key given as a list must not end the server with a JSON type error).
+std::string expression_field(const nlohmann::json& expression, const char* field) {
+    const auto it = expression.find(field);
+    if (it == expression.end() || it->is_null()) return {};
+    if (!it->is_string()) {
+        throw SelectorError(std::string("invalid label selector: matchExpressions ") + field +
+                            " must be a string, got " + it->dump());
+    }
+    return it->get<std::string>();
+}
+
+}  // namespace
+
 LabelSelector LabelSelector::parse(std::string_view text) {
     LabelSelector selector;
     selector.requirements_ = Parser(text).parse();
@@ -580,8 +596,8 @@ LabelSelector LabelSelector::from_json(const nlohmann::json& json) {
                 throw SelectorError(
                     "invalid label selector: matchExpressions items must be objects");
             }
-            const std::string key = expression.value("key", std::string());
-            const std::string op_name = expression.value("operator", std::string());
+            const std::string key = expression_field(expression, "key");
+            const std::string op_name = expression_field(expression, "operator");
             std::string op;
             if (op_name == "In") {
                 op = "in";

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
+#include <utility>
+#include <vector>
 
 using kopf::apiserver::FieldSelector;
 using kopf::apiserver::LabelSelector;
@@ -225,6 +228,27 @@ TEST(LabelSelectorJson, InWithoutValuesIsRejected) {
         EXPECT_STREQ(error.what(),
                      "values: Invalid value: []: for 'in', 'notin' operators, values set can't be "
                      "empty");
+    }
+}
+
+// Found by the fuzzer: a key or operator that is not a string is a selector error naming the
+// field, not a JSON type error that ends the server.
+TEST(LabelSelectorJson, AKeyOrOperatorThatIsNotAStringIsRejectedByName) {
+    for (
+        const auto& [text, field] : std::vector<std::pair<std::string, std::string>>{
+            {R"({"matchLabels":{"app":"web"},"matchExpressions":[{"key":["0"]},{"key":"x","operator":"DoesNotExist"}]})",
+             "key"},
+            {R"({"matchExpressions":[{"key":"a","operator":{"In":true},"values":["1"]}]})",
+             "operator"}}) {
+        try {
+            LabelSelector::from_json(json::parse(text));
+            FAIL() << "expected an error for " << text;
+        } catch (const SelectorError& error) {
+            EXPECT_NE(
+                std::string(error.what()).find("matchExpressions " + field + " must be a string"),
+                std::string::npos)
+                << error.what();
+        }
     }
 }
 
