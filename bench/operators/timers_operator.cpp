@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <kopf/kopf.hpp>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 namespace {
@@ -87,8 +88,14 @@ kopf::Task<void> tick_fn(kopf::Context& ctx) {
 KOPF_TIMER(tick_fn, kBenchObjects, {.interval = kInterval});
 
 void configure(kopf::ActivityContext& ctx) {
+    // Out of range is refused by the operator's own check, which names the setting.
     if (const char* window = std::getenv("KOPF_BENCH_COALESCING_WINDOW"); window && *window) {
-        ctx.settings.queueing.coalescing_window = std::strtod(window, nullptr);
+        char* end = nullptr;
+        ctx.settings.queueing.coalescing_window = std::strtod(window, &end);
+        if (*end != '\0') {
+            throw std::runtime_error(std::string("KOPF_BENCH_COALESCING_WINDOW='") + window +
+                                     "' is not a number of seconds");
+        }
     }
 }
 KOPF_ON_STARTUP(configure);

@@ -169,10 +169,9 @@ std::size_t run_until_stopped(asio::io_context& io, const std::atomic<bool>& sto
         if (window == std::chrono::steady_clock::duration::zero()) continue;
         if (wakeups_before_retry > 0) {
             --wakeups_before_retry;
-            const auto now = std::chrono::steady_clock::now();
-            if (now - last_try < kLongestWithoutTry) continue;
-            last_try = now;
+            if (std::chrono::steady_clock::now() - last_try < kLongestWithoutTry) continue;
         }
+        last_try = std::chrono::steady_clock::now();
         while (!stop) {
             io.restart();
             io.poll();  // everything ready, and what that makes ready
@@ -186,7 +185,6 @@ std::size_t run_until_stopped(asio::io_context& io, const std::atomic<bool>& sto
             }
             wakeups_before_retry = retry_after;
             retry_after = std::min(retry_after * 2, kLongestRetryAfter);
-            last_try = std::chrono::steady_clock::now();
             break;
         }
     }
