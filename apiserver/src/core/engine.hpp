@@ -127,6 +127,8 @@ std::vector<ResourcePtr> builtin_resources();  // catalog.cpp
 // Validate a CRD body as kube-apiserver does (its name is plural.group, the group a domain,
 // the scope, names and versions well-formed); returns field errors as Status causes.
 json validate_crd(const json& crd);
+// Validate a Mutating/ValidatingWebhookConfiguration (v1) as kube-apiserver does; admission.cpp.
+json validate_webhook_configuration(const json& config, bool mutating);
 ResourcePtr resource_from_crd(const json& crd);
 void default_crd(json& crd);
 int kube_version_priority_compare(const std::string& a, const std::string& b);  // <0: a first

@@ -330,6 +330,10 @@ void Engine::validate_builtin(const Resource& res, const json& object, json& cau
     }
     if (res.kind == "CustomResourceDefinition")
         for (const auto& c : validate_crd(object)) causes.push_back(c);
+    if (res.group == "admissionregistration.k8s.io")
+        for (const auto& c :
+             validate_webhook_configuration(object, res.kind == "MutatingWebhookConfiguration"))
+            causes.push_back(c);
 }
 
 // ---------------------------------------------------------------- read

@@ -219,6 +219,48 @@ TEST_F(AdmissionHandling, WarningsAndRefusalsReachKubectl) {
         << refused;
 }
 
+// A configuration kube-apiserver would refuse (here: a selector operator that does not exist)
+// is refused by kubectl's create with the field named, not stored to fail every later write.
+TEST_F(AdmissionHandling, AMalformedConfigurationIsRefusedAndAdmissionGoesOn) {
+    on::validate check(registry, "kopfexamples", {.id = "check"}, reject_wrong);
+    auto op = start();
+    configure("ValidatingWebhookConfiguration", "check");
+
+    const json malformed = {
+        {"apiVersion", "admissionregistration.k8s.io/v1"},
+        {"kind", "ValidatingWebhookConfiguration"},
+        {"metadata", {{"name", "malformed.kopf.dev"}}},
+        {"webhooks",
+         {{{"name", "malformed.kopf.dev"},
+           {"clientConfig", {{"url", "https://127.0.0.1:1/never"}}},
+           {"rules",
+            {{{"apiGroups", {"kopf.dev"}},
+              {"apiVersions", {"v1"}},
+              {"resources", {"kopfexamples"}},
+              {"operations", {"CREATE"}}}}},
+           {"objectSelector",
+            {{"matchExpressions", {{{"key", "app"}, {"operator", "Sometimes"}}}}}},
+           {"sideEffects", "None"},
+           {"admissionReviewVersions", {"v1"}}}}}};
+    const std::string refused = kubectl_create(malformed);
+    EXPECT_NE(refused.find("ValidatingWebhookConfiguration \"malformed.kopf.dev\" is invalid: "
+                           "webhooks[0].objectSelector"),
+              std::string::npos)
+        << refused;
+    EXPECT_NE(refused.find("\"Sometimes\" is not a valid label selector operator"),
+              std::string::npos)
+        << refused;
+    const std::string listed = kubectl("get validatingwebhookconfigurations");
+    EXPECT_NE(listed.find("check.kopf.dev"), std::string::npos) << listed;
+    EXPECT_EQ(listed.find("malformed"), std::string::npos) << listed;
+
+    const std::string accepted = kubectl_create(example("kex-1", {{"field", "right"}}));
+    EXPECT_NE(accepted.find("kopfexample.kopf.dev/kex-1 created"), std::string::npos) << accepted;
+    const std::string denied = kubectl_create(example("kex-2", {{"field", "wrong"}}));
+    EXPECT_NE(denied.find("denied the request: Meh! I don't like it."), std::string::npos)
+        << denied;
+}
+
 TEST_F(AdmissionHandling, ServerSideDryRunsReachHandlersAndLeaveNothing) {
     auto dryruns = std::make_shared<Calls>();
     on::validate check(registry, "kopfexamples", {.id = "check"},

@@ -33,7 +33,7 @@ class FakeTransport : public AdmissionTransport {
         json review = json::parse(call.body);
         requests.push_back(review);
         json resp = respond(review["request"]);
-        resp["uid"] = review["request"]["uid"];
+        if (!resp.contains("uid")) resp["uid"] = review["request"]["uid"];
         reply.reached = true;
         reply.status = 200;
         reply.body = json{
@@ -154,14 +154,137 @@ TEST(Admission, NonMatchingResourcesSkipWebhooks) {
     EXPECT_TRUE(transport->requests.empty());
 }
 
-TEST(Admission, DryRunWithSideEffectsIsRefused) {
+// v1 knows only None and NoneOnDryRun: a webhook with side effects cannot be configured, and
+// a dry run reaches the webhooks that declare none on dry runs, marked as such.
+TEST(Admission, DryRunsReachWebhooksWithoutSideEffectsOnly) {
     auto transport = std::make_shared<FakeTransport>();
     transport->respond = [](const json&) { return json{{"allowed", true}}; };
     CoreOptions opts;
     opts.admission = transport;
     ApiCore core(opts);
-    post(core, kValidating, config("v", "Fail", "Some"));
-    EXPECT_EQ(post(core, kCms, configmap("a"), {{"dryRun", "All"}}).status, 400);
+    const auto refused = post(core, kValidating, config("v", "Fail", "Some"));
+    EXPECT_EQ(refused.status, 422) << refused.raw;
+    EXPECT_NE(refused.raw.find("webhooks[0].sideEffects: Unsupported value: \\\"Some\\\""),
+              std::string::npos)
+        << refused.raw;
+    ASSERT_EQ(post(core, kValidating, config("v", "Fail", "NoneOnDryRun")).status, 201);
+    EXPECT_EQ(post(core, kCms, configmap("a"), {{"dryRun", "All"}}).status, 201);
+    ASSERT_EQ(transport->requests.size(), 1u);
+    EXPECT_EQ(transport->requests[0]["request"]["dryRun"], true);
+    EXPECT_EQ(get(core, kCms + "/a").status, 404);
+}
+
+// A malformed configuration is refused by field when it is written, as by kube-apiserver;
+// before, it was stored and then failed every request it matched with a 500.
+TEST(Admission, MalformedConfigurationsAreRefusedByField) {
+    auto transport = std::make_shared<FakeTransport>();
+    transport->respond = [](const json&) { return json{{"allowed", true}}; };
+    CoreOptions opts;
+    opts.admission = transport;
+    ApiCore core(opts);
+    struct Case {
+        std::function<void(json&)> spoil;
+        std::string field;
+        std::string reason;
+    };
+    const std::vector<Case> cases = {
+        {[](json& w) {
+             w["objectSelector"] = {
+                 {"matchExpressions", {{{"key", "app"}, {"operator", "Bogus"}}}}};
+         },
+         "webhooks[0].objectSelector", "FieldValueInvalid"},
+        {[](json& w) {
+             w["namespaceSelector"] = {{"matchLabels", {{"team", 5}}}};
+         },
+         "webhooks[0].namespaceSelector", "FieldValueInvalid"},
+        {[](json& w) { w["rules"] = "everything"; }, "webhooks[0].rules", "FieldValueTypeInvalid"},
+        {[](json& w) {
+             w["rules"][0]["operations"] = {"CREATE", "PATCH"};
+         },
+         "webhooks[0].rules[0].operations[1]", "FieldValueNotSupported"},
+        {[](json& w) { w["rules"][0].erase("resources"); }, "webhooks[0].rules[0].resources",
+         "FieldValueRequired"},
+        {[](json& w) { w["rules"][0]["scope"] = "Everywhere"; }, "webhooks[0].rules[0].scope",
+         "FieldValueNotSupported"},
+        {[](json& w) { w["failurePolicy"] = "Maybe"; }, "webhooks[0].failurePolicy",
+         "FieldValueNotSupported"},
+        {[](json& w) { w.erase("sideEffects"); }, "webhooks[0].sideEffects", "FieldValueRequired"},
+        {[](json& w) { w["timeoutSeconds"] = 31; }, "webhooks[0].timeoutSeconds",
+         "FieldValueInvalid"},
+        {[](json& w) { w["timeoutSeconds"] = "10s"; }, "webhooks[0].timeoutSeconds",
+         "FieldValueTypeInvalid"},
+        {[](json& w) { w["admissionReviewVersions"] = {"v2"}; },
+         "webhooks[0].admissionReviewVersions", "FieldValueInvalid"},
+        {[](json& w) { w["name"] = "v"; }, "webhooks[0].name", "FieldValueInvalid"},
+        {[](json& w) { w["clientConfig"] = json::object(); }, "webhooks[0].clientConfig",
+         "FieldValueRequired"},
+        {[](json& w) {
+             w["clientConfig"] = {{"service", {{"name", "hooks"}, {"port", 0}}}};
+         },
+         "webhooks[0].clientConfig.service.namespace", "FieldValueRequired"},
+    };
+    for (const auto& c : cases) {
+        json cfg = config("v");
+        c.spoil(cfg["webhooks"][0]);
+        const auto r = post(core, kValidating, cfg);
+        ASSERT_EQ(r.status, 422) << c.field << ": " << r.raw;
+        bool named = false;
+        for (const auto& cause : r.body["details"]["causes"])
+            named |= cause["field"] == c.field && cause["reason"] == c.reason;
+        EXPECT_TRUE(named) << c.field << " " << c.reason << ": " << r.raw;
+        EXPECT_EQ(get(core, kValidating + "/v").status, 404) << c.field;
+    }
+    json twice = config("v");
+    twice["webhooks"].push_back(twice["webhooks"][0]);
+    const auto duplicate = post(core, kValidating, twice);
+    EXPECT_EQ(duplicate.status, 422);
+    EXPECT_NE(duplicate.raw.find("webhooks[1].name: Duplicate value"), std::string::npos)
+        << duplicate.raw;
+    // None of them was stored: objects are written without any webhook being called.
+    EXPECT_EQ(post(core, kCms, configmap("a")).status, 201);
+    EXPECT_TRUE(transport->requests.empty());
+}
+
+// What a webhook answers is input too: a response with fields of the wrong types fails the
+// request by its policy, naming what was wrong, instead of an internal JSON error.
+TEST(Admission, MalformedWebhookResponsesFailTheRequestByPolicy) {
+    const std::vector<std::pair<json, std::string>> answers = {
+        {json{{"allowed", true}, {"uid", 42}}, "expected response.uid="},
+        {json{{"allowed", "yes"}}, "response.allowed must be a boolean, got \"yes\""},
+        {json{{"allowed", true}, {"patchType", "JSONPatch"}, {"patch", 5}},
+         "response.patch must be a base64 string, got 5"},
+    };
+    for (const auto& [answer, message] : answers) {
+        for (const std::string policy : {"Fail", "Ignore"}) {
+            auto transport = std::make_shared<FakeTransport>();
+            transport->respond = [answer = answer](const json&) { return answer; };
+            CoreOptions opts;
+            opts.admission = transport;
+            ApiCore core(opts);
+            ASSERT_EQ(post(core, kMutating, config("m", policy)).status, 201);
+            const auto r = post(core, kCms, configmap("a"));
+            if (policy == "Ignore") {
+                EXPECT_EQ(r.status, 201) << answer.dump() << ": " << r.raw;
+                continue;
+            }
+            EXPECT_EQ(r.status, 500) << answer.dump() << ": " << r.raw;
+            EXPECT_NE(r.body.value("message", "").find(message), std::string::npos) << r.raw;
+            EXPECT_EQ(get(core, kCms + "/a").status, 404);
+        }
+    }
+    // A denial whose status has a code of the wrong type is still a denial, with 400.
+    auto transport = std::make_shared<FakeTransport>();
+    transport->respond = [](const json&) {
+        return json{{"allowed", false}, {"status", {{"code", "forbidden"}, {"message", 7}}}};
+    };
+    CoreOptions opts;
+    opts.admission = transport;
+    ApiCore core(opts);
+    ASSERT_EQ(post(core, kValidating, config("v")).status, 201);
+    const auto denied = post(core, kCms, configmap("a"));
+    EXPECT_EQ(denied.status, 400) << denied.raw;
+    EXPECT_EQ(denied.body["message"],
+              "admission webhook \"v.example.com\" denied the request without explanation");
 }
 
 TEST(Admission, ObjectSelectorLimitsMatching) {
