@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "api/api_core.hpp"
+#include "util/schema.hpp"
 #include "util/selectors.hpp"
 
 namespace kopf::apiserver::core {
@@ -129,6 +130,10 @@ std::vector<ResourcePtr> builtin_resources();  // catalog.cpp
 json validate_crd(const json& crd);
 // Validate a Mutating/ValidatingWebhookConfiguration (v1) as kube-apiserver does; admission.cpp.
 json validate_webhook_configuration(const json& config, bool mutating);
+// Fields of a built-in kind whose JSON has the wrong type for k8s.io/api's Go types (a number
+// for a string, ...), by the protobuf schema (protobuf.cpp); metadata is left to
+// validate_object_meta.
+std::vector<FieldError> builtin_type_errors(const Resource& res, const json& object);
 ResourcePtr resource_from_crd(const json& crd);
 void default_crd(json& crd);
 int kube_version_priority_compare(const std::string& a, const std::string& b);  // <0: a first

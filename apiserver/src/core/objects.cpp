@@ -330,6 +330,14 @@ void Engine::validate_builtin(const Resource& res, const json& object, json& cau
     }
     if (res.kind == "CustomResourceDefinition")
         for (const auto& c : validate_crd(object)) causes.push_back(c);
+    // Every field's JSON type, as kube-apiserver's decoder requires; once per field (the
+    // checks above name some of them already).
+    for (const auto& error : builtin_type_errors(res, object)) {
+        const bool named = std::any_of(causes.begin(), causes.end(), [&](const json& c) {
+            return c.value("field", "") == error.field;
+        });
+        if (!named) causes.push_back(cause(error.reason, error.field, error.message));
+    }
     if (res.group == "admissionregistration.k8s.io")
         for (const auto& c :
              validate_webhook_configuration(object, res.kind == "MutatingWebhookConfiguration"))

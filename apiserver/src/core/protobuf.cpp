@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "core/engine.hpp"
+#include "util/schema.hpp"
 
 namespace kopf::apiserver::core {
 
@@ -366,6 +367,104 @@ ApiError unsupported(const std::string& what) {
                          what + ")");
 }
 
+// The same schema read for JSON bodies: what each field's JSON must be, as Go's decoder of
+// k8s.io/api requires (null is any field's zero).
+class JsonTypeChecker {
+  public:
+    explicit JsonTypeChecker(std::vector<FieldError>& errors) : errors_(errors) {}
+
+    void message(const json& value, std::string_view name, const std::string& path, int depth) {
+        if (value.is_null()) return;
+        if (!value.is_object()) {
+            errors_.push_back(field_type_invalid(path, value, "must be an object"));
+            return;
+        }
+        // Deeper than any object of the API's types: what lies below is not checked.
+        if (depth > kMaxDepth) return;
+        for (const auto& [key, item] : value.items()) {
+            if (depth == 0 && key == "metadata") continue;  // validate_object_meta's
+            if (const FieldSpec* spec = field_named(name, key))
+                field(item, *spec, child_path(path, key), depth);
+            // Unknown fields are dropped with a warning, as kube-apiserver's decoder does.
+        }
+    }
+
+  private:
+    static constexpr int kMaxDepth = 64;
+
+    static const FieldSpec* field_named(std::string_view message, std::string_view key) {
+        const auto found = schema().find(message);
+        if (found == schema().end()) return nullptr;
+        for (const auto& [number, spec] : found->second) {
+            if ((spec->flags & kInline) && spec->type == T::Message) {
+                if (const FieldSpec* lifted = field_named(spec->nested, key)) return lifted;
+            } else if (key == spec->json_name) {
+                return spec;
+            }
+        }
+        return nullptr;
+    }
+
+    void field(const json& value, const FieldSpec& spec, const std::string& path, int depth) {
+        if (value.is_null()) return;
+        if (spec.flags & kMap) {
+            if (!value.is_object()) {
+                errors_.push_back(field_type_invalid(path, value, "must be an object"));
+                return;
+            }
+            for (const auto& [key, item] : value.items())
+                single(item, spec, path + "[" + key + "]", depth);
+        } else if (spec.flags & kRepeated) {
+            if (!value.is_array()) {
+                errors_.push_back(field_type_invalid(path, value, "must be a list"));
+                return;
+            }
+            for (std::size_t i = 0; i < value.size(); ++i)
+                single(value[i], spec, path + "[" + std::to_string(i) + "]", depth);
+        } else {
+            single(value, spec, path, depth);
+        }
+    }
+
+    void single(const json& value, const FieldSpec& spec, const std::string& path, int depth) {
+        if (value.is_null()) return;
+        const char* expected = nullptr;
+        switch (spec.type) {
+            case T::String:
+            case T::Bytes:
+            case T::Time:
+            case T::MicroTime:
+                if (!value.is_string()) expected = "must be a string";
+                break;
+            case T::Int:
+                if (!value.is_number_integer()) expected = "must be an integer";
+                break;
+            case T::Bool:
+                if (!value.is_boolean()) expected = "must be a boolean";
+                break;
+            case T::Double:
+                if (!value.is_number()) expected = "must be a number";
+                break;
+            case T::Quantity:
+                if (!value.is_string() && !value.is_number())
+                    expected = "must be a quantity (a string or a number)";
+                break;
+            case T::IntOrString:
+                if (!value.is_string() && !value.is_number_integer())
+                    expected = "must be an integer or a string";
+                break;
+            case T::RawJson:
+                break;
+            case T::Message:
+                message(value, spec.nested, path, depth + 1);
+                break;
+        }
+        if (expected) errors_.push_back(field_type_invalid(path, value, expected));
+    }
+
+    std::vector<FieldError>& errors_;
+};
+
 }  // namespace
 
 json decode_protobuf_body(const std::string& body) {
@@ -414,6 +513,17 @@ json decode_protobuf_body(const std::string& body) {
         throw bad_request("couldn't decode the " + (kind.empty() ? "object" : kind) +
                           " in the protobuf request body: " + e.what());
     }
+}
+
+std::vector<FieldError> builtin_type_errors(const Resource& res, const json& object) {
+    std::vector<FieldError> errors;
+    const char* package = package_of(res.group);
+    // Events are stored in one form for both of their groups (renamed fields): not checked.
+    if (!package || res.storage_key == "/events") return errors;
+    const std::string name =
+        std::string(package) + "/" + res.storage_version().name + "." + res.kind;
+    if (schema().count(name)) JsonTypeChecker(errors).message(object, name, "", 0);
+    return errors;
 }
 
 }  // namespace kopf::apiserver::core

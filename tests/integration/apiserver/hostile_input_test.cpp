@@ -290,6 +290,85 @@ TEST_F(HostileInput, PodContainerFieldsOfTheWrongTypeGet422NamingThem) {
     expect_still_serving();
 }
 
+// Any built-in kind's fields of the wrong JSON type (kube-apiserver's decoder refuses them):
+// a 422 naming each field, on create and on patch, and nothing stored. Before, a Lease with a
+// number for its holder was stored, and an operator electing its leader on it read it with a
+// type error at every attempt.
+TEST_F(HostileInput, BuiltinFieldsOfTheWrongTypeGet422NamingThem) {
+    const std::string leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+    const auto lease = [](const std::string& spec) {
+        return R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"},)"
+               R"("spec":)" +
+               spec + "}";
+    };
+    auto created = test->http(
+        "POST", leases,
+        lease(R"({"holderIdentity":5,"leaseDurationSeconds":"15","renewTime":7,"x-extra":1})"),
+        "application/json");
+    EXPECT_EQ(created.status, 422) << created.body;
+    for (const std::string expected :
+         {"spec.holderIdentity: Invalid value: 5: must be a string",
+          "spec.leaseDurationSeconds: Invalid value: \\\"15\\\": must be an integer",
+          "spec.renewTime: Invalid value: 7: must be a string"})
+        EXPECT_NE(created.body.find(expected), std::string::npos) << expected << "\n"
+                                                                  << created.body;
+    EXPECT_EQ(test->http("GET", leases + "/l").status, 404);
+    created = test->http("POST", leases, lease(R"("garbage")"), "application/json");
+    EXPECT_EQ(created.status, 422) << created.body;
+    EXPECT_NE(created.body.find("spec: Invalid value: \\\"garbage\\\": must be an object"),
+              std::string::npos)
+        << created.body;
+
+    // A well-typed one (an unknown field is dropped, not refused), then a patch that breaks it.
+    ASSERT_EQ(test->http("POST", leases,
+                         lease(R"({"holderIdentity":"a","leaseDurationSeconds":15,"x-extra":1})"),
+                         "application/json")
+                  .status,
+              201);
+    auto patched = test->http("PATCH", leases + "/l", R"({"spec":{"leaseTransitions":[1]}})",
+                              "application/merge-patch+json");
+    EXPECT_EQ(patched.status, 422) << patched.body;
+    EXPECT_NE(patched.body.find("spec.leaseTransitions: Invalid value: [1]: must be an integer"),
+              std::string::npos)
+        << patched.body;
+    const auto stored = test->http("GET", leases + "/l");
+    EXPECT_NE(stored.body.find(R"("leaseDurationSeconds":15)"), std::string::npos) << stored.body;
+    EXPECT_EQ(stored.body.find("leaseTransitions"), std::string::npos) << stored.body;
+
+    // Deep in a Deployment: maps of quantities, lists of messages, int-or-strings.
+    const std::string deployments = "/apis/apps/v1/namespaces/default/deployments";
+    const auto deployment = [](const std::string& replicas, const std::string& container) {
+        return R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},)"
+               R"("spec":{"replicas":)" +
+               replicas +
+               R"(,"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":)"
+               R"({"a":"b"}},"spec":{"containers":[)" +
+               container + "]}}}}";
+    };
+    created =
+        test->http("POST", deployments,
+                   deployment(R"("3")", R"({"name":"c","image":"i","ports":[{"containerPort":)"
+                                        R"(80.5}],"resources":{"limits":{"cpu":true}}})"),
+                   "application/json");
+    EXPECT_EQ(created.status, 422) << created.body;
+    for (const std::string expected :
+         {"spec.replicas: Invalid value: \\\"3\\\": must be an integer",
+          "spec.template.spec.containers[0].ports[0].containerPort: Invalid value: 80.5: must be "
+          "an integer",
+          "spec.template.spec.containers[0].resources.limits[cpu]: Invalid value: true: must be a "
+          "quantity"})
+        EXPECT_NE(created.body.find(expected), std::string::npos) << expected << "\n"
+                                                                  << created.body;
+    EXPECT_EQ(
+        test->http("POST", deployments,
+                   deployment("3", R"({"name":"c","image":"i","ports":[{"containerPort":80}],)"
+                                   R"("resources":{"limits":{"cpu":"500m","memory":1024}}})"),
+                   "application/json")
+            .status,
+        201);
+    expect_still_serving();
+}
+
 // Content-Length and chunked Transfer-Encoding together (RFC 9112 §6.3: a smuggling vector): the
 // request is refused with a Status, the connection ends, and the bytes after it never run.
 TEST_F(HostileInput, ContentLengthWithChunkedIsRefusedAndNothingIsSmuggled) {
