@@ -791,6 +791,10 @@ json eval(const Node& n, Scope& scope) {
                 if (!key.is_number() ||
                     (key.is_number_float() && std::floor(key.get<double>()) != key.get<double>()))
                     no_overload("[]", target, key);
+                // A double index beyond int64's range is out of bounds (converting it is not
+                // defined).
+                if (!is_int(key) && std::abs(key.get<double>()) >= 9.2e18)
+                    throw EvalError("index out of bounds: " + key.dump());
                 const int64_t i =
                     is_int(key) ? as_int(key) : static_cast<int64_t>(key.get<double>());
                 if (i < 0 || i >= static_cast<int64_t>(target.size()))

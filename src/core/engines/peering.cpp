@@ -13,6 +13,7 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <random>
@@ -89,7 +90,13 @@ std::string descriptive_hostname() {
 
 long integer_or(const json& value, long fallback) {
     if (value.is_number_integer()) return value.get<long>();
-    if (value.is_number()) return static_cast<long>(value.get<double>());
+    if (value.is_number()) {
+        // Anyone may write a peering's status: a number beyond a long's range is no priority.
+        const double number = value.get<double>();
+        constexpr double kLimit = 9.2e18;  // below 2^63, so that the conversion is defined
+        return std::isfinite(number) && std::abs(number) < kLimit ? static_cast<long>(number)
+                                                                  : fallback;
+    }
     if (value.is_string()) {
         try {
             return std::stol(value.get<std::string>());

@@ -98,6 +98,7 @@ TEST(Cel, ErrorsOnEvaluation) {
     EXPECT_EQ(eval_error("self.replicas / 0 == 1", kSelf), "division by zero");
     EXPECT_EQ(eval_error("self.name + 1 == 'x'", kSelf), "no such overload: string + int");
     EXPECT_EQ(eval_error("self.tags[5] == 'a'", kSelf), "index out of bounds: 5");
+    EXPECT_EQ(eval_error("self.tags[1e300] == 'a'", kSelf), "index out of bounds: 1e+300");
     EXPECT_EQ(eval_error("9223372036854775807 + 1 > 0"), "integer overflow");
     EXPECT_EQ(eval_error("self.name ? 1 : 2", kSelf), "no such overload: ?:(string)");
     // An error on one side of || or && gives way to a decisive other side, as in CEL.

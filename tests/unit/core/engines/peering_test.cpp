@@ -68,6 +68,26 @@ TEST(PeeringFormat, PeersWrittenByKopfAreReadWithItsDefaults) {
     EXPECT_EQ(peers[1].lifetime, 30);
 }
 
+// A peering's status is anyone's to write: numbers out of range, or of the wrong kind, fall back
+// to Kopf's defaults instead of an undefined conversion.
+TEST(PeeringFormat, PrioritiesAndLifetimesOutOfRangeFallBackToTheDefaults) {
+    const auto peers =
+        parse_peers(peering({{"huge", {{"priority", 1e300}, {"lifetime", -1e300}}},
+                             {"text", {{"priority", "12"}, {"lifetime", "soon"}}},
+                             {"fraction", {{"priority", 7.9}, {"lifetime", json::array({30})}}}}),
+                    NOW);
+    ASSERT_EQ(peers.size(), 3u);
+    EXPECT_EQ(peers[0].identity, "fraction");
+    EXPECT_EQ(peers[0].priority, 7);
+    EXPECT_EQ(peers[0].lifetime, 60);
+    EXPECT_EQ(peers[1].identity, "huge");
+    EXPECT_EQ(peers[1].priority, 0);
+    EXPECT_EQ(peers[1].lifetime, 60);
+    EXPECT_EQ(peers[2].identity, "text");
+    EXPECT_EQ(peers[2].priority, 12);
+    EXPECT_EQ(peers[2].lifetime, 60);
+}
+
 TEST(PeeringFormat, PeersAreShownAsKopfShowsThem) {
     const Peer peer{"kopf@host", 100, 60, NOW};
     EXPECT_EQ(repr({peer}),
