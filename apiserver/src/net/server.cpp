@@ -27,6 +27,7 @@
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -194,6 +195,9 @@ struct Server::Impl {
     ServerOptions options;
     std::unique_ptr<asio::io_context> io;
     std::unique_ptr<tcp::acceptor> acceptor;
+    // The accept loop and the acceptor's close at stop() run here: with several server threads,
+    // the close raced with the loop's is_open() after an accept (found by TSan).
+    std::optional<asio::strand<asio::io_context::executor_type>> accept_strand;
     std::unique_ptr<ssl::context> tls_context;
     std::unique_ptr<asio::thread_pool> handlers;
     std::vector<std::thread> threads;
@@ -345,7 +349,8 @@ void Server::Impl::start() {
     if (options.handler_threads > 0) {
         handlers = std::make_unique<asio::thread_pool>(options.handler_threads);
     }
-    asio::co_spawn(*io, accept_loop(), asio::detached);
+    accept_strand.emplace(asio::make_strand(*io));
+    asio::co_spawn(*accept_strand, accept_loop(), asio::detached);
     for (int i = 0; i < std::max(1, options.threads); ++i) {
         threads.emplace_back([this] { io->run(); });
     }
@@ -355,7 +360,7 @@ void Server::Impl::start() {
 void Server::Impl::stop() {
     if (!started || stopped) return;
     stopped = true;
-    asio::post(*io, [this] {
+    asio::post(*accept_strand, [this] {
         boost::system::error_code ignored;
         acceptor->close(ignored);
     });
@@ -375,6 +380,7 @@ void Server::Impl::stop() {
     // Pending coroutines hold connections and watch channels: end them while the core
     // and the rest of this object still exist. The acceptor goes first: it needs `io`.
     acceptor.reset();
+    accept_strand.reset();
     io.reset();
     std::lock_guard lock(watches_mutex);
     watches.clear();
