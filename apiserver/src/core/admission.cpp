@@ -84,13 +84,22 @@ class WebhookChecks {
             errors_.push_back(field_not_supported(field, *it, supported));
     }
 
+    // A list that may be absent; returns it (empty if it is not one).
+    const json& list(const json& object, const std::string& path, const char* key) {
+        const auto it = object.find(key);
+        if (it != object.end() && !it->is_null() && !it->is_array())
+            errors_.push_back(field_type_invalid(child_path(path, key), *it, "must be a list"));
+        return array_field(object, key);
+    }
+
     // A list of strings, required to be non-empty; returns it (empty if it is not one).
-    std::vector<std::string> strings(const json& object, const std::string& path, const char* key) {
+    std::vector<std::string> strings(const json& object, const std::string& path, const char* key,
+                                     const std::string& required_detail = "") {
         const auto it = object.find(key);
         const std::string field = child_path(path, key);
         std::vector<std::string> values;
         if (it == object.end() || it->is_null() || (it->is_array() && it->empty())) {
-            errors_.push_back(field_required(field));
+            errors_.push_back(field_required(field, required_detail));
             return values;
         }
         if (!it->is_array()) {
@@ -212,11 +221,8 @@ class WebhookChecks {
 json validate_webhook_configuration(const json& config, bool mutating) {
     std::vector<FieldError> errors;
     WebhookChecks checks(errors);
-    const auto webhooks = config.find("webhooks");
-    if (webhooks != config.end() && !webhooks->is_null() && !webhooks->is_array())
-        errors.push_back(field_type_invalid("webhooks", *webhooks, "must be a list"));
     std::set<std::string> names;
-    const json& list = array_field(config, "webhooks");
+    const json& list = checks.list(config, "", "webhooks");
     for (std::size_t i = 0; i < list.size(); ++i) {
         const json& webhook = list[i];
         const std::string path = "webhooks[" + std::to_string(i) + "]";
@@ -244,10 +250,7 @@ json validate_webhook_configuration(const json& config, bool mutating) {
             if (!names.insert(name->get<std::string>()).second)
                 errors.push_back(field_duplicate(name_field, *name));
         }
-        const auto rules = webhook.find("rules");
-        if (rules != webhook.end() && !rules->is_null() && !rules->is_array())
-            errors.push_back(field_type_invalid(path + ".rules", *rules, "must be a list"));
-        const json& rule_list = array_field(webhook, "rules");
+        const json& rule_list = checks.list(webhook, path, "rules");
         for (std::size_t j = 0; j < rule_list.size(); ++j)
             checks.rule(rule_list[j], path + ".rules[" + std::to_string(j) + "]");
         checks.one_of(webhook, path, "failurePolicy", {"Fail", "Ignore"}, false);
@@ -266,18 +269,14 @@ json validate_webhook_configuration(const json& config, bool mutating) {
                                                "the timeout value must be between 1 and 30 "
                                                "seconds"));
         }
-        const auto versions = webhook.find("admissionReviewVersions");
-        if (versions == webhook.end() || versions->is_null() ||
-            (versions->is_array() && versions->empty())) {
-            errors.push_back(field_required(path + ".admissionReviewVersions",
-                                            "must specify one of v1, v1beta1"));
-        } else {
-            const auto listed = checks.strings(webhook, path, "admissionReviewVersions");
-            if (!listed.empty() && std::find(listed.begin(), listed.end(), "v1") == listed.end() &&
-                std::find(listed.begin(), listed.end(), "v1beta1") == listed.end())
-                errors.push_back(field_invalid(path + ".admissionReviewVersions", *versions,
-                                               "must include at least one of v1, v1beta1"));
-        }
+        const auto versions = checks.strings(webhook, path, "admissionReviewVersions",
+                                             "must specify one of v1, v1beta1");
+        if (!versions.empty() &&
+            std::find(versions.begin(), versions.end(), "v1") == versions.end() &&
+            std::find(versions.begin(), versions.end(), "v1beta1") == versions.end())
+            errors.push_back(field_invalid(path + ".admissionReviewVersions",
+                                           webhook["admissionReviewVersions"],
+                                           "must include at least one of v1, v1beta1"));
         checks.selector(webhook, path, "namespaceSelector");
         checks.selector(webhook, path, "objectSelector");
         checks.client_config(webhook, path);
@@ -451,18 +450,14 @@ bool Engine::admit(RequestInfo& rq, Lock& lock, const std::string& operation, js
         if (text_field(resp, "uid", "") != uid)
             return failure("received invalid webhook response: expected response.uid=\"" + uid +
                            "\", got " + (resp.contains("uid") ? resp["uid"].dump() : "none"));
-        if (const auto allowed = resp.find("allowed");
-            allowed != resp.end() && !allowed->is_boolean() && !allowed->is_null())
-            return failure(
-                "received invalid webhook response: response.allowed must be a "
-                "boolean, got " +
-                allowed->dump());
-        if (const auto patch = resp.find("patch");
-            patch != resp.end() && !patch->is_string() && !patch->is_null())
-            return failure(
-                "received invalid webhook response: response.patch must be a "
-                "base64 string, got " +
-                patch->dump());
+        for (const auto& [key, expected, fits] :
+             {std::tuple{"allowed", "a boolean", &json::is_boolean},
+              std::tuple{"patch", "a base64 string", &json::is_string}}) {
+            const auto field = resp.find(key);
+            if (field != resp.end() && !field->is_null() && !((*field).*fits)())
+                return failure(std::string("received invalid webhook response: response.") + key +
+                               " must be " + expected + ", got " + field->dump());
+        }
         if (!is_mutating && resp.contains("patch"))
             return failure(
                 "received invalid webhook response: validating webhooks may not "

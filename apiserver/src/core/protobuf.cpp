@@ -392,17 +392,29 @@ class JsonTypeChecker {
   private:
     static constexpr int kMaxDepth = 64;
 
+    // Each message's fields by JSON name, inline messages' lifted into it: built once, as the
+    // check runs on every write of a built-in kind (a Lease's renewal every few seconds).
+    using Fields = std::unordered_map<std::string_view, const FieldSpec*>;
     static const FieldSpec* field_named(std::string_view message, std::string_view key) {
+        static const std::unordered_map<std::string_view, Fields> by_name = [] {
+            std::unordered_map<std::string_view, Fields> out;
+            for (const auto& [name, fields] : schema()) add_fields(out[name], name);
+            return out;
+        }();
+        const auto found = by_name.find(message);
+        if (found == by_name.end()) return nullptr;
+        const auto field = found->second.find(key);
+        return field == found->second.end() ? nullptr : field->second;
+    }
+    static void add_fields(Fields& into, std::string_view message, int depth = 0) {
         const auto found = schema().find(message);
-        if (found == schema().end()) return nullptr;
+        if (found == schema().end() || depth > kMaxDepth) return;
         for (const auto& [number, spec] : found->second) {
-            if ((spec->flags & kInline) && spec->type == T::Message) {
-                if (const FieldSpec* lifted = field_named(spec->nested, key)) return lifted;
-            } else if (key == spec->json_name) {
-                return spec;
-            }
+            if ((spec->flags & kInline) && spec->type == T::Message)
+                add_fields(into, spec->nested, depth + 1);
+            else
+                into.emplace(spec->json_name, spec);
         }
-        return nullptr;
     }
 
     void field(const json& value, const FieldSpec& spec, const std::string& path, int depth) {
