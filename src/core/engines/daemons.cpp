@@ -325,6 +325,23 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
     bool on_threads() const { return flag.mode() == StopFlag::Mode::BLOCKING; }
     const json& view() const { return on_threads() ? body : memory->live(); }
 
+    ~Daemon() { release_views(); }
+    Daemon(const Daemon&) = delete;
+    Daemon& operator=(const Daemon&) = delete;
+
+    // While a coroutine's context refers to the object's shared views, they are refreshed in
+    // place only (see DaemonsEngine::adopt_body).
+    void claim_views() {
+        if (on_threads() || claims_views) return;
+        claims_views = true;
+        ++memory->bound;
+    }
+    void release_views() {
+        if (!claims_views) return;
+        claims_views = false;
+        --memory->bound;
+    }
+
     // The daemon's own flow (its thread or its coroutine): the latest body into its views.
     void refresh_body() {
         if (!on_threads()) return;
@@ -416,6 +433,7 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
     // The handler's context while an attempt runs, and the attempt's runtime; a daemon's
     // progress between its steps (see next_attempt()).
     std::optional<Context> ctx;
+    bool claims_views = false;  // ctx refers to the shared views (claim_views())
     double runtime = 0;
     std::chrono::steady_clock::time_point attempt_started{};  // only with metrics
     actions::State state;
@@ -483,6 +501,7 @@ bool begin_attempt(Daemon& d, const actions::State& state, std::exception_ptr& e
     try {
         d.ctx.emplace(
             actions::prepare_invocation(env, *d.invocable, hs, d.name, d.runtime, scope, no_field));
+        d.claim_views();
     } catch (...) {
         error = std::current_exception();
     }
@@ -493,6 +512,7 @@ bool begin_attempt(Daemon& d, const actions::State& state, std::exception_ptr& e
 // Rethrows kopf::CancelledError.
 actions::State end_attempt(Daemon& d, actions::State state, json result, std::exception_ptr error) {
     d.ctx.reset();
+    d.release_views();
     const actions::HandlerState& hs = state[d.handler->id];
     std::map<std::string, actions::Outcome> outcomes;
     outcomes.emplace(
@@ -938,6 +958,81 @@ Task<std::vector<double>> DaemonsEngine::process(std::shared_ptr<DaemonsMemory> 
     }
     if (mismatching.empty()) co_return std::vector<double>();
     co_return co_await stop_daemons(std::move(mismatching), StopReason::FILTERS_MISMATCH);
+}
+
+namespace {
+
+const json* member(const json& object, const char* key) {
+    if (!object.is_object()) return nullptr;
+    const auto& map = object.get_ref<const json::object_t&>();
+    const auto it = map.find(key);
+    return it == map.end() ? nullptr : &it->second;
+}
+
+bool same_member(const json& a, const json& b, const char* key) {
+    const json* x = member(a, key);
+    const json* y = member(b, key);
+    return x == y || (x && y && *x == *y);
+}
+
+// The views hold an empty map where the body has none (ensure_views).
+bool same_view(const json& body, const json& views, const char* key) {
+    static const json empty = json::object();
+    const json* x = member(body, key);
+    const json* y = member(views, key);
+    return (x ? *x : empty) == (y ? *y : empty);
+}
+
+// The same essence (all but status and metadata, compared as Kopf's diff compares).
+bool same_essence(const json& body, const json& views) {
+    const auto& mine = views.get_ref<const json::object_t&>();
+    const auto& theirs = body.get_ref<const json::object_t&>();
+    const auto outside = [](const std::string& key) {
+        return key == "metadata" || key == "status" || key == "spec";
+    };
+    for (const auto& [key, value] : theirs) {
+        if (outside(key)) continue;
+        const auto it = mine.find(key);
+        if (it == mine.end() || it->second != value) return false;
+    }
+    for (const auto& [key, value] : mine) {
+        if (!outside(key) && !theirs.count(key)) return false;
+    }
+    return same_view(body, views, "spec");
+}
+
+}  // namespace
+
+bool DaemonsEngine::adopt_body(DaemonsMemory& memory, json& body) const {
+    if (core_->closing || core_->paused || memory.stale_ || memory.running.empty()) return false;
+    std::size_t handlers = 0;
+    for (const auto& h : core_->handlers) {
+        if (!h.spawning->selector.check(*memory.resource)) continue;
+        ++handlers;
+        if (!intents::filters_read_only_metadata(*h.spawning)) return false;
+        const auto running = memory.running.find(h.spawning->id);
+        if (running == memory.running.end() || running->second->flag.is_set()) return false;
+    }
+    if (handlers != memory.running.size()) return false;
+    const json& views = memory.live_;
+    if (!body.is_object() || !views.is_object()) return false;
+    const json* meta = member(body, "metadata");
+    const json* viewed = member(views, "metadata");
+    if (!meta || !viewed || !meta->is_object() || !viewed->is_object()) return false;
+    if (const json* deletion = member(*meta, "deletionTimestamp"); deletion && !deletion->is_null())
+        return false;
+    if (!same_view(*meta, *viewed, "labels") || !same_view(*meta, *viewed, "annotations") ||
+        !same_member(*meta, *viewed, "finalizers") || !same_essence(body, views))
+        return false;
+    if (memory.bound == 0 && memory.threaded == 0) {
+        memory.live_.swap(body);
+        ensure_views(memory.live_);
+        std::lock_guard lock(memory.mutex_);
+        ++memory.generation_;
+    } else {
+        memory.refresh(body);
+    }
+    return true;
 }
 
 bool DaemonsEngine::requires_finalizer(const DaemonsMemory& memory, const json& body,

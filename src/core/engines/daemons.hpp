@@ -89,6 +89,7 @@ class DaemonsMemory {
     std::set<std::string> forever_stopped;  ///< exited on their own: not spawned again
     std::map<std::string, std::shared_ptr<Daemon>> running;  ///< by handler id
     int threaded = 0;  ///< running daemons whose code runs on threads (they need snapshots)
+    int bound = 0;     ///< contexts of coroutines that refer to the views now
 
   private:
     friend class DaemonsEngine;
@@ -122,6 +123,14 @@ class DaemonsEngine {
     /// after which the stopping daemons must be checked again.
     Task<std::vector<double>> process(std::shared_ptr<DaemonsMemory> memory, const json& body,
                                       bool deletion_ongoing, const Context& ctx);
+    /// An event that cannot change what the object's daemons and timers do: the views take its
+    /// body, instead of a processing (on the loop). That is so when every handler of the kind
+    /// runs, none is stopping, their filters read only labels and annotations, and the body keeps
+    /// the labels, annotations and finalizers that the views show, is not being deleted, and
+    /// changed nothing but its status and metadata (the essence, as idle timers see it). Then
+    /// the body's tree is swapped into the views if no context refers to them (`body` gets the
+    /// old tree, to free), or refreshed in place; true. Else false, `body` untouched.
+    bool adopt_body(DaemonsMemory& memory, json& body) const;
     /// Whether a matching daemon or timer (not stopped forever) needs the finalizer.
     bool requires_finalizer(const DaemonsMemory& memory, const json& body,
                             const Context& ctx) const;

@@ -182,19 +182,31 @@ bool requires_finalizer(const std::vector<ChangingHandler>& handlers, const Chan
     return false;
 }
 
-bool filters_read_context(const std::vector<ChangingHandler>& handlers) {
-    const auto callback = [](const ValueFilter& f) {
-        return f.kind() == ValueFilter::Kind::CALLBACK;
-    };
-    const auto any_callback = [&](const MetaFilter& filters) {
+namespace {
+
+bool is_callback(const ValueFilter& filter) {
+    return filter.kind() == ValueFilter::Kind::CALLBACK;
+}
+
+bool reads_context(const HandlerOptions& o) {
+    const auto any_callback = [](const MetaFilter& filters) {
         return std::any_of(filters.begin(), filters.end(),
-                           [&](const auto& entry) { return callback(entry.second); });
+                           [](const auto& entry) { return is_callback(entry.second); });
     };
-    return std::any_of(handlers.begin(), handlers.end(), [&](const ChangingHandler& h) {
-        const HandlerOptions& o = h.options;
-        return static_cast<bool>(o.when) || any_callback(o.labels) || any_callback(o.annotations) ||
-               callback(o.value) || callback(o.old) || callback(o.new_);
-    });
+    return static_cast<bool>(o.when) || any_callback(o.labels) || any_callback(o.annotations) ||
+           is_callback(o.value) || is_callback(o.old) || is_callback(o.new_);
+}
+
+}  // namespace
+
+bool filters_read_context(const std::vector<ChangingHandler>& handlers) {
+    return std::any_of(handlers.begin(), handlers.end(),
+                       [](const ChangingHandler& h) { return reads_context(h.options); });
+}
+
+bool filters_read_only_metadata(const SpawningHandler& handler) {
+    return !reads_context(handler.options) && handler.field.empty() &&
+           handler.options.field.empty();
 }
 
 bool prematch_any(const std::vector<ChangingHandler>& handlers, const ChangingCause& cause,

@@ -39,6 +39,9 @@ bool requires_finalizer(const std::vector<ChangingHandler>& handlers, const Chan
 /// Whether any filter of these handlers is a callback (when=, or a callback for a label,
 /// annotation or value), and so reads the context it is given.
 bool filters_read_context(const std::vector<ChangingHandler>& handlers);
+/// Whether the handler's filters read nothing of the object but its labels and annotations
+/// (no callbacks, no field): a change elsewhere cannot change whether it matches.
+bool filters_read_only_metadata(const SpawningHandler& handler);
 bool prematch_any(const std::vector<ChangingHandler>& handlers, const ChangingCause& cause,
                   const Context& ctx);
 /// Fields that handlers watch, to be kept in the essence (e.g. status.x for field handlers).

@@ -167,6 +167,7 @@ std::shared_ptr<ServedKind> Orchestration::kind_of(const structs::Resource& reso
             ServedKind{resource, structs::to_public(resource), resource.to_string()});
         kind->indexed = indexing && indexing->indexes(kind->public_);
         kind->handled = handles(kind->public_);
+        kind->spawning_only = !kind->indexed && spawning_only(kind->public_);
         if (metrics) kind->meters = metrics->resource(kind->name);
     }
     return kind;
@@ -180,6 +181,17 @@ bool Orchestration::handles(const kopf::Resource& resource) const {
                            return h.has_selector && h.selector.check(resource);
                        }) ||
            std::any_of(registry.watching.begin(), registry.watching.end(), selects) ||
+           std::any_of(registry.spawning.begin(), registry.spawning.end(), selects);
+}
+
+// Whether daemons and timers are the only handlers that select the resource.
+bool Orchestration::spawning_only(const kopf::Resource& resource) const {
+    const auto selects = [&resource](const auto& h) { return h.selector.check(resource); };
+    return std::none_of(registry.changing.begin(), registry.changing.end(),
+                        [&resource](const ChangingHandler& h) {
+                            return h.has_selector && h.selector.check(resource);
+                        }) &&
+           std::none_of(registry.watching.begin(), registry.watching.end(), selects) &&
            std::any_of(registry.spawning.begin(), registry.spawning.end(), selects);
 }
 
@@ -239,6 +251,12 @@ bool Orchestration::take_unparsed(const std::shared_ptr<ServedKind>& kind,
         const auto number = structs::version_number(version);
         const bool stale =
             number && entry->second.newest_version && *number < entry->second.newest_version;
+        // Events of idle objects with daemons only (e.g. the echo of a timer's status patch).
+        const ObjectEntry& known = entry->second;
+        if (!stale && kind->spawning_only && daemons && known.memory && known.memory->daemons &&
+            known.memory->remaining_fns.empty() && known.memory->logger &&
+            !known.memory->logger->enabled_for(LogLevel::DEBUG) && queues.is_idle(key))
+            return adopt_or_enqueue(kind, key, entry->second, number, line);
         if (!stale) {
             bool batched = false;
             if (!queues.push_unparsed(key, version, line, batched)) return false;
@@ -247,6 +265,26 @@ bool Orchestration::take_unparsed(const std::shared_ptr<ServedKind>& kind,
         }
     }
     if (kind->meters.events) kind->meters.events->Increment();
+    return true;
+}
+
+bool Orchestration::adopt_or_enqueue(const std::shared_ptr<ServedKind>& kind,
+                                     const std::string& key, ObjectEntry& entry,
+                                     std::optional<std::uint64_t> version, std::string_view line) {
+    clients::WatchLine event;
+    try {
+        event = clients::decode_watch_line(line, key);
+    } catch (const std::exception&) {
+        return false;  // the watcher reads it again, and reports what is wrong
+    }
+    if (kind->meters.events) kind->meters.events->Increment();
+    if (daemons->adopt_body(*entry.memory->daemons, event.object)) {
+        if (version && *version > entry.newest_version) entry.newest_version = *version;
+        ++entry.events;
+        reactor::release_body(event.object);  // the views' previous tree
+        return true;
+    }
+    enqueue_keyed(key, kind, clients::WatchEvent{std::move(event.type), std::move(event.object)});
     return true;
 }
 

@@ -44,9 +44,12 @@ class ObjectQueues;
 struct ServedKind {
     structs::Resource api;
     kopf::Resource public_;
-    std::string name;                  // api.to_string()
-    bool indexed = false;              // index handlers select it
-    bool handled = true;               // other handlers select it: its objects are queued for them
+    std::string name;      // api.to_string()
+    bool indexed = false;  // index handlers select it
+    bool handled = true;   // other handlers select it: its objects are queued for them
+    // Only daemons and timers select it (no changing, event or index handlers): an event that
+    // changes nothing they decide on is given to their views, not processed (adopt_body).
+    bool spawning_only = false;
     engines::ResourceMeters meters{};  // none when metrics are off
 };
 
@@ -77,6 +80,8 @@ class Orchestration {
 
     // The operator's metrics (none when off), before the first watcher starts.
     void meter(engines::Metrics* metrics) { this->metrics = metrics; }
+    // The daemons' engine (none without daemons and timers), before the first watcher starts.
+    void serve_daemons(engines::DaemonsEngine* engine) { daemons = engine; }
 
     // The owner whose lifetime the watch loops extend (the serving this is a part of).
     void anchor(std::weak_ptr<void> owner) { this->owner = std::move(owner); }
@@ -147,10 +152,16 @@ class Orchestration {
     void apply_watchers(const Insights& insights);
     std::shared_ptr<ServedKind> kind_of(const structs::Resource& resource);
     bool handles(const kopf::Resource& resource) const;
+    bool spawning_only(const kopf::Resource& resource) const;
     void start_watcher(const WatcherKey& key, const structs::Resource& resource,
                        std::shared_ptr<clients::StopSignal> stop);
     bool take_unparsed(const std::shared_ptr<ServedKind>& kind, std::string_view key_prefix,
                        const std::string& version, std::string_view line);
+    // A MODIFIED line of an idle object of a spawning-only kind: parsed, then given to the
+    // daemons' views if it changes nothing they decide on, else queued. False if unreadable.
+    bool adopt_or_enqueue(const std::shared_ptr<ServedKind>& kind, const std::string& key,
+                          ObjectEntry& entry, std::optional<std::uint64_t> version,
+                          std::string_view line);
     // The key of an object of `kind` in `objects` and the queues: "RESOURCE/UID" (or, without
     // a uid, "RESOURCE/NAMESPACE/NAME").
     static std::string object_key(const ServedKind& kind, std::string_view id);
@@ -171,6 +182,7 @@ class Orchestration {
     ObjectQueues& queues;
     ObjectEntries& objects;
     engines::IndexingEngine* const indexing;
+    engines::DaemonsEngine* daemons = nullptr;
     engines::Metrics* metrics = nullptr;
     std::weak_ptr<void> owner;
     bool stopping = false;

@@ -75,6 +75,11 @@ bool ObjectQueues::push_unparsed(const std::string& key, const std::string& vers
     return true;
 }
 
+bool ObjectQueues::is_idle(const std::string& key) const {
+    const auto it = workers_.find(key);
+    return !stopping_ && (it == workers_.end() || it->second.state == State::idle);
+}
+
 std::optional<json> ObjectQueues::take_latest(const std::string& key, Worker& worker) {
     Pending pending = std::move(*worker.latest);
     worker.latest.reset();

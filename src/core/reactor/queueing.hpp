@@ -77,6 +77,8 @@ class ObjectQueues {
     bool push_unparsed(const std::string& key, const std::string& version, std::string_view line,
                        bool& batched);
     void parse_unparsed_with(Parser parser) { parser_ = std::move(parser); }
+    // Whether the object has nothing queued, under way or awaited (an echo, a hold).
+    bool is_idle(const std::string& key) const;
 
     // Drops the event of our own patch of this resourceVersion if it is awaited and would
     // change nothing (see Done), without it ever being parsed; returns the key of its object,

@@ -195,6 +195,7 @@ struct ResourceServing::Impl : std::enable_shared_from_this<ResourceServing::Imp
         daemons =
             std::make_unique<engines::DaemonsEngine>(std::move(daemons_env), registry.spawning);
         env.daemons = daemons.get();
+        orchestration.serve_daemons(daemons.get());
         if (pause.paused()) daemons->pause(true);
     }
 

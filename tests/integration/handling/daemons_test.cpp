@@ -344,6 +344,63 @@ TEST_F(Daemons, TimerPatchesTheObjectWithItsLatestBodyAndNeverOverlapsItself) {
     EXPECT_EQ(operator_->stop(), "");
 }
 
+// The events of an object served by timers alone that change only its status (the echoes of
+// the timer's own patches, another writer's notes) go straight to the timer's views; whatever
+// the timer's filters and finalizer depend on is still handled as any event is.
+TEST_F(Daemons, TimerSeesStatusChangesAndItsFiltersAndFinalizerAreStillHandled) {
+    Registry registry;
+    auto j = journal;
+    on::timer counter(registry, "kopfexamples",
+                      {.id = "counter", .interval = 0.05, .labels = {{"counted", "yes"}}},
+                      [j](Context& ctx) -> Task<void> {
+                          const int seen = ctx.status.value("count", 0);
+                          j->calls.add("seen", {seen, ctx.status.value("note", "")});
+                          ctx.patch.status()["count"] = seen + 1;
+                          co_return;
+                      });
+    auto operator_ = start_operator(registry);
+    create(example("kex-counter", {{"field", "x"}}, {{"labels", {{"counted", "yes"}}}}));
+    // Each tick sees the count its previous ticks wrote: never less than the last one saw.
+    ASSERT_TRUE(eventually([&] { return j->calls.count("seen") >= 6; }));
+    ASSERT_TRUE(eventually([&] {
+        auto body = get("kex-counter");
+        return body && has_finalizer(*body) && body->value("/status/count"_json_pointer, 0) >= 6;
+    }));
+
+    // Another writer's status note reaches the views.
+    request("PATCH", "/apis/kopf.dev/v1/namespaces/default/kopfexamples/kex-counter/status",
+            {{"status", {{"note", "hello"}}}}, "application/merge-patch+json");
+    ASSERT_TRUE(eventually([&] {
+        auto seen = j->calls.details("seen");
+        return seen.back()[1] == "hello";
+    }));
+
+    // A finalizer taken away is put back: that event is processed, not only viewed.
+    patch("kex-counter", {{"metadata", {{"finalizers", nullptr}}}});
+    ASSERT_TRUE(eventually([&] {
+        auto body = get("kex-counter");
+        return body && has_finalizer(*body);
+    }));
+
+    // The label filter still stops the timer.
+    patch("kex-counter", {{"metadata", {{"labels", {{"counted", "no"}}}}}});
+    ASSERT_TRUE(eventually([&] {
+        auto body = get("kex-counter");
+        return body && !has_finalizer(*body);
+    }));
+    const int ticks = j->calls.count("seen");
+    std::this_thread::sleep_for(300ms);
+    EXPECT_LE(j->calls.count("seen"), ticks + 1);  // a tick under way when it stopped, at most
+
+    auto seen = j->calls.details("seen");
+    for (std::size_t i = 1; i < seen.size(); ++i)
+        EXPECT_GE(seen[i][0].get<int>(), seen[i - 1][0].get<int>()) << i;
+    EXPECT_GE(seen.back()[0].get<int>(), 6);
+    remove("kex-counter");
+    ASSERT_TRUE(eventually([&] { return !get("kex-counter").has_value(); }));
+    EXPECT_EQ(operator_->stop(), "");
+}
+
 TEST_F(Daemons, IdleTimerWaitsForTheObjectToStayUnchanged) {
     Registry registry;
     auto j = journal;

@@ -107,6 +107,10 @@ TEST(JsonCodec, NonNegativeIntegersAreUnsignedAsInNlohmann) {
 
 TEST(JsonCodec, DuplicateKeysKeepTheLastValueAsNlohmannDoes) {
     EXPECT_EQ(parse_json(R"({"a":1,"a":2})"), json::parse(R"({"a":1,"a":2})"));
+    // Unsorted, repeated out of order, nested: the same tree as nlohmann's.
+    const char* shuffled = R"({"b":1,"a":[2],"b":{"z":1,"y":2,"z":[4],"x":null},"c":3,"a":5})";
+    EXPECT_EQ(parse_json(shuffled), json::parse(shuffled));
+    EXPECT_EQ(parse_json(shuffled).dump(), R"({"a":5,"b":{"x":null,"y":2,"z":[4]},"c":3})");
 }
 
 TEST(JsonCodec, DeeplyNestedDocumentsParse) {

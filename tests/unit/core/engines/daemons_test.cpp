@@ -662,5 +662,167 @@ TEST(DaemonsMemory, ObjectsOfOneKindShareOneCopyOfItAndAChangedKindIsANewOne) {
               third->resource.get());
 }
 
+// ---- events given to the views instead of a processing (DaemonsEngine::adopt_body) ----
+
+// Offers the bed's body to the daemons' views, as the runtime does with an idle object's event.
+bool adopt(DaemonsBed& bed) {
+    json offered = bed.body;
+    return bed.engine->adopt_body(*bed.memory.daemons, offered);
+}
+
+// The echo of a timer's own status patch (and any change of status or metadata alone) goes to
+// the views, and the next tick sees it, as it would after a processing.
+TEST(DaemonsAdoption, AStatusChangeGoesToTheViewsAndTheNextTickSeesIt) {
+    DaemonsBed bed;
+    bed.body = rich_body("first");
+    auto seen = std::make_shared<std::vector<json>>();
+    on::timer t(bed.registry, "kopfexamples", {.id = "t", .interval = 1.0},
+                [seen](Context& ctx) -> Task<void> {
+                    seen->push_back({ctx.status.value("phase", ""), ctx.meta["resourceVersion"],
+                                     deepest(ctx.spec)});
+                    ctx.patch.status()["ticked"] = true;
+                    co_return;
+                });
+    bed.start();
+    bed.event("");
+    bed.run_until(0.5);
+    bed.body["status"]["phase"] = "two";
+    bed.body["metadata"]["resourceVersion"] = "101";
+    bed.body["metadata"]["managedFields"] = json::array({{{"manager", "kopf"}}});
+    EXPECT_TRUE(adopt(bed));
+    bed.run_until(1.5);
+    bed.body["status"]["phase"] = "three";
+    bed.body["metadata"]["resourceVersion"] = "102";
+    bed.body["metadata"].erase("managedFields");
+    EXPECT_TRUE(adopt(bed));
+    bed.run_until(2.5);
+    ASSERT_EQ(seen->size(), 3u);
+    EXPECT_EQ((*seen)[0], json({"", "100", "first"}));
+    EXPECT_EQ((*seen)[1], json({"two", "101", "first"}));
+    EXPECT_EQ((*seen)[2], json({"three", "102", "first"}));
+    // The views are the body (with the empty views a context binds to where it has none).
+    json views = bed.memory.daemons->live();
+    EXPECT_EQ(views.dump(), bed.body.dump());
+}
+
+// Whatever the daemons decide on (their filters, the finalizer, the deletion, an idle timer's
+// essence) is left to the processing: the body is refused and the views stay as they were.
+TEST(DaemonsAdoption, WhatTheDaemonsDecideOnIsLeftToTheProcessing) {
+    DaemonsBed bed;
+    bed.body = rich_body("first");
+    on::timer t(bed.registry, "kopfexamples",
+                {.id = "t", .interval = 1.0, .labels = {{"somelabel", "somevalue"}}},
+                [](Context&) -> Task<void> { co_return; });
+    bed.start();
+    bed.event("");
+    const json base = bed.body;
+    const std::vector<std::pair<std::string, std::function<void(json&)>>> changes{
+        {"a label", [](json& b) { b["metadata"]["labels"]["other"] = "x"; }},
+        {"an annotation", [](json& b) { b["metadata"]["annotations"]["note"] = "x"; }},
+        {"the finalizers", [](json& b) { b["metadata"]["finalizers"] = json::array(); }},
+        {"the deletion",
+         [](json& b) { b["metadata"]["deletionTimestamp"] = "2026-11-27T00:00:00Z"; }},
+        {"the spec", [](json& b) { b["spec"]["field"] = "changed"; }},
+        {"a field added to the spec", [](json& b) { b["spec"]["count"] = 1.5; }},
+        {"no spec", [](json& b) { b.erase("spec"); }},
+        {"another top-level field",
+         [](json& b) {
+             b["data"] = {{"k", "v"}};
+         }},
+        {"the kind", [](json& b) { b["kind"] = "Other"; }},
+        {"no metadata", [](json& b) { b.erase("metadata"); }},
+    };
+    for (const auto& [what, change] : changes) {
+        bed.body = base;
+        change(bed.body);
+        bed.body["status"]["phase"] = "changed";
+        EXPECT_FALSE(adopt(bed)) << what;
+        EXPECT_EQ(bed.memory.daemons->live()["status"], json::object()) << what;
+    }
+    bed.body = base;
+    bed.body["status"]["phase"] = "changed";
+    EXPECT_TRUE(adopt(bed));
+    EXPECT_EQ(bed.memory.daemons->live()["status"]["phase"], "changed");
+}
+
+// Handlers whose filters read the body (callbacks, a field) may decide otherwise on any change;
+// a handler not running (filtered out, or exited for good) may have to be spawned.
+TEST(DaemonsAdoption, FiltersReadingTheBodyAndHandlersNotRunningRefuseIt) {
+    const auto tick = [](Context&) -> Task<void> { co_return; };
+    const std::vector<std::pair<std::string, std::function<void(Registry&)>>> registries{
+        {"a when callback",
+         [&](Registry& r) {
+             on::timer(r, "kopfexamples",
+                       {.id = "t", .interval = 1.0, .when = [](const Context&) { return true; }},
+                       tick);
+         }},
+        {"a label callback",
+         [&](Registry& r) {
+             on::timer(r, "kopfexamples",
+                       {.id = "t",
+                        .interval = 1.0,
+                        .labels = {{"somelabel", [](const json& v) { return v.is_string(); }}}},
+                       tick);
+         }},
+        {"a field",
+         [&](Registry& r) {
+             on::timer(r, "kopfexamples", {.id = "t", .interval = 1.0, .field = "spec.field"},
+                       tick);
+         }},
+        {"a timer filtered out",
+         [&](Registry& r) {
+             on::timer(r, "kopfexamples", {.id = "t", .interval = 1.0}, tick);
+             on::timer(r, "kopfexamples",
+                       {.id = "u", .interval = 1.0, .labels = {{"somelabel", "other"}}}, tick);
+         }},
+        {"a daemon exited for good",
+         [&](Registry& r) {
+             on::timer(r, "kopfexamples", {.id = "t", .interval = 1.0}, tick);
+             on::daemon(r, "kopfexamples", {.id = "d"}, [](Context&) -> Task<void> { co_return; });
+         }},
+    };
+    for (const auto& [what, add] : registries) {
+        DaemonsBed bed;
+        bed.body = rich_body("first");
+        add(bed.registry);
+        bed.start();
+        bed.event("");
+        bed.run_until(0.5);
+        bed.body["status"]["phase"] = "changed";
+        EXPECT_FALSE(adopt(bed)) << what;
+    }
+}
+
+// A context that refers to the views across its waits (a daemon's for its whole life, a timer's
+// during its tick) keeps them valid: they are refreshed in place, not replaced.
+TEST(DaemonsAdoption, ViewsThatContextsReferToAreRefreshedInPlace) {
+    DaemonsBed bed;
+    bed.body = rich_body("first");
+    bed.body["status"] = {{"phase", "one"}, {"deep", {{"er", {{"est", "x"}}}}}};
+    auto seen = std::make_shared<std::vector<std::string>>();
+    on::daemon d(bed.registry, "kopfexamples", {.id = "d"}, [seen](Context& ctx) -> Task<void> {
+        const json& status = ctx.status;
+        while (!ctx.stopped) {
+            seen->push_back("daemon " + status.value("phase", ""));
+            co_await kopf::sleep(1);
+        }
+    });
+    on::timer t(bed.registry, "kopfexamples", {.id = "t", .interval = 10},
+                [seen](Context& ctx) -> Task<void> {
+                    const json& deep = ctx.status["deep"]["er"];
+                    co_await kopf::sleep(0.5);
+                    seen->push_back("timer " + deep.value("est", ""));
+                });
+    bed.start();
+    bed.event("");
+    bed.run_until(0.2);
+    const json* status = &bed.memory.daemons->live()["status"];
+    bed.body["status"] = {{"phase", "two"}, {"deep", {{"er", {{"est", "y"}}}}}};
+    EXPECT_TRUE(adopt(bed));
+    EXPECT_EQ(&bed.memory.daemons->live()["status"], status);
+    bed.run_until(1.5);
+    EXPECT_EQ(*seen, (std::vector<std::string>{"daemon one", "timer y", "daemon two"}));
+}
+
 }  // namespace
 }  // namespace kopf::testing
