@@ -12,23 +12,18 @@
 #include <stdexcept>
 #include <vector>
 
+#include "clients/json_pieces.hpp"
+
 namespace kopf::clients {
 namespace {
 
 namespace bj = boost::json;
 
 // Builds nlohmann values straight from Boost.JSON's SAX events: no intermediate document.
-class Builder {
+class Builder : public JsonPieces {
   public:
-    constexpr static std::size_t max_object_size = std::size_t(-1);
-    constexpr static std::size_t max_array_size = std::size_t(-1);
-    constexpr static std::size_t max_key_size = std::size_t(-1);
-    constexpr static std::size_t max_string_size = std::size_t(-1);
-
     json root;
 
-    bool on_document_begin(bj::error_code&) { return true; }
-    bool on_document_end(bj::error_code&) { return true; }
     bool on_object_begin(bj::error_code&) {
         stack_.push_back(place(json::object()));
         return true;
@@ -45,36 +40,15 @@ class Builder {
         stack_.pop_back();
         return true;
     }
-    bool on_key_part(bj::string_view s, std::size_t, bj::error_code&) {
-        key_.append(s.data(), s.size());
-        return true;
-    }
-    bool on_key(bj::string_view s, std::size_t, bj::error_code&) {
-        key_.append(s.data(), s.size());
-        return true;
-    }
-    bool on_string_part(bj::string_view s, std::size_t, bj::error_code&) {
-        text_.append(s.data(), s.size());
-        return true;
-    }
     bool on_string(bj::string_view s, std::size_t, bj::error_code&) {
         text_.append(s.data(), s.size());
         place(json(std::move(text_)));
         text_.clear();
         return true;
     }
-    bool on_number_part(bj::string_view s, bj::error_code&) {
-        number_.append(s.data(), s.size());
-        return true;
-    }
-    // nlohmann keeps non-negative integers as unsigned: do the same, so values compare and
-    // report their types identically whichever parser read them.
     bool on_int64(std::int64_t i, bj::string_view, bj::error_code&) {
         number_.clear();
-        if (i >= 0)
-            place(json(static_cast<std::uint64_t>(i)));
-        else
-            place(json(i));
+        place(integer(i));
         return true;
     }
     bool on_uint64(std::uint64_t u, bj::string_view, bj::error_code&) {
@@ -82,21 +56,10 @@ class Builder {
         place(json(u));
         return true;
     }
-    // Re-read the text with from_chars for correctly rounded doubles, as nlohmann's strtod.
-    // Out-of-range numbers are errors, as in nlohmann (which has no infinity).
     bool on_double(double d, bj::string_view s, bj::error_code& error) {
-        number_.append(s.data(), s.size());
-        double exact = d;
-        const auto [end, status] =
-            std::from_chars(number_.data(), number_.data() + number_.size(), exact);
-        number_.clear();
-        if (status != std::errc()) exact = d;  // out of range: Boost's infinity or zero
-        if (!std::isfinite(exact)) {
-            error = bj::error::exponent_overflow;
-            return false;
-        }
-        place(json(exact));
-        return true;
+        const auto exact = take_double(s, d, error);
+        if (exact) place(json(*exact));
+        return exact.has_value();
     }
     bool on_bool(bool b, bj::error_code&) {
         place(json(b));
@@ -106,8 +69,6 @@ class Builder {
         place(json(nullptr));
         return true;
     }
-    bool on_comment_part(bj::string_view, bj::error_code&) { return true; }
-    bool on_comment(bj::string_view, bj::error_code&) { return true; }
 
   private:
     json* place(json value) {
@@ -132,9 +93,6 @@ class Builder {
     }
 
     std::vector<json*> stack_;
-    std::string key_;
-    std::string text_;
-    std::string number_;
 };
 
 bool is_json_space(char c) {
@@ -362,6 +320,15 @@ std::optional<std::string_view> sole_value(std::string_view text, std::size_t ke
 }
 
 }  // namespace
+
+// from_chars rounds correctly, as nlohmann's strtod; Boost.JSON's fast path may not.
+std::optional<double> exact_double(std::string_view digits, double parsed) noexcept {
+    double exact = parsed;
+    const auto [end, status] = std::from_chars(digits.data(), digits.data() + digits.size(), exact);
+    if (status != std::errc()) exact = parsed;  // out of range: Boost's infinity or zero
+    if (!std::isfinite(exact)) return std::nullopt;
+    return exact;
+}
 
 std::optional<std::string_view> sole_resource_version(std::string_view text) noexcept {
     constexpr std::string_view kKey = "\"resourceVersion\"";

@@ -17,6 +17,11 @@ json parse_json(std::string_view text);
 /// As parse_json(), but returns a discarded value (json::value_t::discarded) on malformed input.
 json parse_json_or_discarded(std::string_view text) noexcept;
 
+/// A number Boost.JSON's parser read as `parsed` from the text `digits`, read again as
+/// nlohmann's parser reads it (correctly rounded); nullopt if out of a double's range (an error
+/// in nlohmann, which has no infinity). For the parsers built on Boost.JSON's.
+std::optional<double> exact_double(std::string_view digits, double parsed) noexcept;
+
 /// metadata.resourceVersion of an object's JSON text, reading no further than needed and
 /// building nothing; nullopt if absent or if the text is malformed before it.
 std::optional<std::string> find_resource_version(std::string_view text) noexcept;

@@ -2,7 +2,10 @@
 // arbitrary sizes and are split into lines; each line is decoded as a watch event (only a
 // WatchingError may come out of that) and goes through the JSON codec: the parser, the two
 // resourceVersion scanners that run before any parse, and the serializer, which must write
-// exactly what nlohmann's dump() writes and read back as the same value.
+// exactly what nlohmann's dump() writes and read back as the same value. The lines of one
+// input are also parsed in place, one after the other, into one tree (as the daemons' views
+// take the events of an object): after each, the tree is what parse_json() gives of the line's
+// object, or, for a line without one, exactly what it was.
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -11,12 +14,32 @@
 
 #include "clients/errors.hpp"
 #include "clients/json_codec.hpp"
+#include "clients/json_in_place.hpp"
 #include "clients/lines.hpp"
 #include "fuzz/support/fuzz.hpp"
 
 namespace {
 
 using kopf::fuzz::violated;
+
+kopf::json views;  // the tree the lines of one input are parsed into
+
+void check_in_place(std::string_view line, const kopf::json& value) {
+    const std::string before = views.dump();
+    const bool has_object = !value.is_discarded() && value.is_object() &&
+                            value.contains("object") && value["object"].is_object();
+    try {
+        (void)kopf::clients::parse_event_object_in_place(line, views, {}, {});
+    } catch (const std::invalid_argument&) {
+        if (has_object) violated("parse_event_object_in_place() refuses an event", line);
+        if (views.dump() != before) violated("a refused line changed the tree", line);
+        return;
+    }
+    if (!has_object)
+        violated("parse_event_object_in_place() accepts a line without an object", line);
+    if (views.dump() != value["object"].dump())
+        violated("the tree parsed in place differs from the parsed object", line);
+}
 
 void check_line(std::string_view line) {
     using namespace kopf::clients;
@@ -29,6 +52,7 @@ void check_line(std::string_view line) {
     (void)sole_resource_version(line);
     (void)kopf::clients::sole_uid(line);
     const kopf::json value = parse_json_or_discarded(line);
+    check_in_place(line, value);
     if (value.is_discarded()) {
         try {
             (void)parse_json(line);
@@ -66,6 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string_view stream = kopf::fuzz::as_text(data + 1, size - 1);
     // A small line limit, so that the too-long-line path is reached too.
     kopf::clients::LineSplitter splitter(2048);
+    views = kopf::json::object();
     try {
         for (std::size_t at = 0; at < stream.size(); at += chunk)
             splitter.feed(stream.substr(at, chunk), check_line);

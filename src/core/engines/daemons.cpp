@@ -8,6 +8,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "clients/json_in_place.hpp"
 #include "core/actions/execution.hpp"
 #include "core/intents/matching.hpp"
 #include "core/intents/stoppers.hpp"
@@ -325,23 +326,6 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
     bool on_threads() const { return flag.mode() == StopFlag::Mode::BLOCKING; }
     const json& view() const { return on_threads() ? body : memory->live(); }
 
-    ~Daemon() { release_views(); }
-    Daemon(const Daemon&) = delete;
-    Daemon& operator=(const Daemon&) = delete;
-
-    // While a coroutine's context refers to the object's shared views, they are refreshed in
-    // place only (see DaemonsEngine::adopt_body).
-    void claim_views() {
-        if (on_threads() || claims_views) return;
-        claims_views = true;
-        ++memory->bound;
-    }
-    void release_views() {
-        if (!claims_views) return;
-        claims_views = false;
-        --memory->bound;
-    }
-
     // The daemon's own flow (its thread or its coroutine): the latest body into its views.
     void refresh_body() {
         if (!on_threads()) return;
@@ -433,7 +417,6 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
     // The handler's context while an attempt runs, and the attempt's runtime; a daemon's
     // progress between its steps (see next_attempt()).
     std::optional<Context> ctx;
-    bool claims_views = false;  // ctx refers to the shared views (claim_views())
     double runtime = 0;
     std::chrono::steady_clock::time_point attempt_started{};  // only with metrics
     actions::State state;
@@ -501,7 +484,6 @@ bool begin_attempt(Daemon& d, const actions::State& state, std::exception_ptr& e
     try {
         d.ctx.emplace(
             actions::prepare_invocation(env, *d.invocable, hs, d.name, d.runtime, scope, no_field));
-        d.claim_views();
     } catch (...) {
         error = std::current_exception();
     }
@@ -512,7 +494,6 @@ bool begin_attempt(Daemon& d, const actions::State& state, std::exception_ptr& e
 // Rethrows kopf::CancelledError.
 actions::State end_attempt(Daemon& d, actions::State state, json result, std::exception_ptr error) {
     d.ctx.reset();
-    d.release_views();
     const actions::HandlerState& hs = state[d.handler->id];
     std::map<std::string, actions::Outcome> outcomes;
     outcomes.emplace(
@@ -878,10 +859,15 @@ void DaemonsMemory::set_body(const json& body) {
 }
 
 void DaemonsMemory::refresh(const json& body) {
-    stale_ = false;
     refresh_in_place(live_, body);
+    refreshed();
+}
+
+void DaemonsMemory::refreshed() {
+    stale_ = false;
     // Daemons on threads take their copies from a snapshot of their own.
-    std::shared_ptr<const json> fresh = threaded > 0 ? std::make_shared<const json>(body) : nullptr;
+    std::shared_ptr<const json> fresh =
+        threaded > 0 ? std::make_shared<const json>(live_) : nullptr;
     std::lock_guard lock(mutex_);
     body_ = std::move(fresh);
     ++generation_;
@@ -962,48 +948,30 @@ Task<std::vector<double>> DaemonsEngine::process(std::shared_ptr<DaemonsMemory> 
 
 namespace {
 
-const json* member(const json& object, const char* key) {
-    if (!object.is_object()) return nullptr;
-    const auto& map = object.get_ref<const json::object_t&>();
-    const auto it = map.find(key);
-    return it == map.end() ? nullptr : &it->second;
-}
-
-bool same_member(const json& a, const json& b, const char* key) {
-    const json* x = member(a, key);
-    const json* y = member(b, key);
-    return x == y || (x && y && *x == *y);
-}
-
-// The views hold an empty map where the body has none (ensure_views).
-bool same_view(const json& body, const json& views, const char* key) {
-    static const json empty = json::object();
-    const json* x = member(body, key);
-    const json* y = member(views, key);
-    return (x ? *x : empty) == (y ? *y : empty);
-}
-
-// The same essence (all but status and metadata, compared as Kopf's diff compares).
-bool same_essence(const json& body, const json& views) {
-    const auto& mine = views.get_ref<const json::object_t&>();
-    const auto& theirs = body.get_ref<const json::object_t&>();
+// What an event must not change to be only viewed (see adopt_line): anything the daemons'
+// filters, the finalizer, the deletion or an idle timer's essence depend on.
+bool decides(const clients::InPlaceChanges& changes) {
     const auto outside = [](const std::string& key) {
-        return key == "metadata" || key == "status" || key == "spec";
+        return key != "status" && key != "metadata";
     };
-    for (const auto& [key, value] : theirs) {
-        if (outside(key)) continue;
-        const auto it = mine.find(key);
-        if (it == mine.end() || it->second != value) return false;
-    }
-    for (const auto& [key, value] : mine) {
-        if (!outside(key) && !theirs.count(key)) return false;
-    }
-    return same_view(body, views, "spec");
+    const auto decisive_meta = [](const std::string& key) {
+        return key == "*" || key == "labels" || key == "annotations" || key == "finalizers" ||
+               key == "deletionTimestamp";
+    };
+    return std::any_of(changes.top.begin(), changes.top.end(), outside) ||
+           std::any_of(changes.metadata.begin(), changes.metadata.end(), decisive_meta);
+}
+
+bool being_deleted(const json& views) {
+    const auto& meta = views.find("metadata");
+    if (meta == views.end() || !meta->is_object()) return false;
+    const auto deletion = meta->find("deletionTimestamp");
+    return deletion != meta->end() && !deletion->is_null();
 }
 
 }  // namespace
 
-bool DaemonsEngine::adopt_body(DaemonsMemory& memory, json& body) const {
+bool DaemonsEngine::adopt_line(DaemonsMemory& memory, std::string_view line) const {
     if (core_->closing || core_->paused || memory.stale_ || memory.running.empty()) return false;
     std::size_t handlers = 0;
     for (const auto& h : core_->handlers) {
@@ -1014,25 +982,15 @@ bool DaemonsEngine::adopt_body(DaemonsMemory& memory, json& body) const {
         if (running == memory.running.end() || running->second->flag.is_set()) return false;
     }
     if (handlers != memory.running.size()) return false;
-    const json& views = memory.live_;
-    if (!body.is_object() || !views.is_object()) return false;
-    const json* meta = member(body, "metadata");
-    const json* viewed = member(views, "metadata");
-    if (!meta || !viewed || !meta->is_object() || !viewed->is_object()) return false;
-    if (const json* deletion = member(*meta, "deletionTimestamp"); deletion && !deletion->is_null())
-        return false;
-    if (!same_view(*meta, *viewed, "labels") || !same_view(*meta, *viewed, "annotations") ||
-        !same_member(*meta, *viewed, "finalizers") || !same_essence(body, views))
-        return false;
-    if (memory.bound == 0 && memory.threaded == 0) {
-        memory.live_.swap(body);
-        ensure_views(memory.live_);
-        std::lock_guard lock(memory.mutex_);
-        ++memory.generation_;
-    } else {
-        memory.refresh(body);
+    clients::InPlaceChanges changes;
+    try {
+        changes = clients::parse_event_object_in_place(line, memory.live_, BODY_VIEWS, META_VIEWS);
+    } catch (const std::invalid_argument&) {
+        return false;  // the views as they were; the event's own reading reports it
     }
-    return true;
+    ensure_views(memory.live_);
+    memory.refreshed();
+    return !decides(changes) && !being_deleted(memory.live_);
 }
 
 bool DaemonsEngine::requires_finalizer(const DaemonsMemory& memory, const json& body,

@@ -31,6 +31,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/actions/metering.hpp"
@@ -89,11 +90,11 @@ class DaemonsMemory {
     std::set<std::string> forever_stopped;  ///< exited on their own: not spawned again
     std::map<std::string, std::shared_ptr<Daemon>> running;  ///< by handler id
     int threaded = 0;  ///< running daemons whose code runs on threads (they need snapshots)
-    int bound = 0;     ///< contexts of coroutines that refer to the views now
 
   private:
     friend class DaemonsEngine;
     void refresh(const json& body);
+    void refreshed();    // after the views changed: daemons on threads get a new snapshot
     bool stale_ = true;  // the views miss events (no daemon ran): refreshed before a spawn
     json live_ = json::object();
     mutable std::mutex mutex_;
@@ -123,14 +124,15 @@ class DaemonsEngine {
     /// after which the stopping daemons must be checked again.
     Task<std::vector<double>> process(std::shared_ptr<DaemonsMemory> memory, const json& body,
                                       bool deletion_ongoing, const Context& ctx);
-    /// An event that cannot change what the object's daemons and timers do: the views take its
-    /// body, instead of a processing (on the loop). That is so when every handler of the kind
-    /// runs, none is stopping, their filters read only labels and annotations, and the body keeps
-    /// the labels, annotations and finalizers that the views show, is not being deleted, and
-    /// changed nothing but its status and metadata (the essence, as idle timers see it). Then
-    /// the body's tree is swapped into the views if no context refers to them (`body` gets the
-    /// old tree, to free), or refreshed in place; true. Else false, `body` untouched.
-    bool adopt_body(DaemonsMemory& memory, json& body) const;
+    /// A MODIFIED event's watch line that may need no processing (on the loop): if every
+    /// handler of the kind runs, none is stopping and their filters read only labels and
+    /// annotations, the line is parsed straight into the views (in place: unchanged nodes stay
+    /// where they are). True if the event changed nothing they decide on: neither the labels,
+    /// annotations or finalizers, nor the essence (all but status and metadata, as idle timers
+    /// see it), and the object is not being deleted. False otherwise — the views may have taken
+    /// the event already — and the event is to be processed as any (its processing refreshes
+    /// the views again, finding them equal); false too for a malformed line, views untouched.
+    bool adopt_line(DaemonsMemory& memory, std::string_view line) const;
     /// Whether a matching daemon or timer (not stopped forever) needs the finalizer.
     bool requires_finalizer(const DaemonsMemory& memory, const json& body,
                             const Context& ctx) const;

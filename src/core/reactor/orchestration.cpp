@@ -255,8 +255,14 @@ bool Orchestration::take_unparsed(const std::shared_ptr<ServedKind>& kind,
         const ObjectEntry& known = entry->second;
         if (!stale && kind->spawning_only && daemons && known.memory && known.memory->daemons &&
             known.memory->remaining_fns.empty() && known.memory->logger &&
-            !known.memory->logger->enabled_for(LogLevel::DEBUG) && queues.is_idle(key))
-            return adopt_or_enqueue(kind, key, entry->second, number, line);
+            !known.memory->logger->enabled_for(LogLevel::DEBUG) && queues.is_idle(key) &&
+            daemons->adopt_line(*known.memory->daemons, line)) {
+            if (number && *number > entry->second.newest_version)
+                entry->second.newest_version = *number;
+            ++entry->second.events;
+            if (kind->meters.events) kind->meters.events->Increment();
+            return true;
+        }
         if (!stale) {
             bool batched = false;
             if (!queues.push_unparsed(key, version, line, batched)) return false;
@@ -265,26 +271,6 @@ bool Orchestration::take_unparsed(const std::shared_ptr<ServedKind>& kind,
         }
     }
     if (kind->meters.events) kind->meters.events->Increment();
-    return true;
-}
-
-bool Orchestration::adopt_or_enqueue(const std::shared_ptr<ServedKind>& kind,
-                                     const std::string& key, ObjectEntry& entry,
-                                     std::optional<std::uint64_t> version, std::string_view line) {
-    clients::WatchLine event;
-    try {
-        event = clients::decode_watch_line(line, key);
-    } catch (const std::exception&) {
-        return false;  // the watcher reads it again, and reports what is wrong
-    }
-    if (kind->meters.events) kind->meters.events->Increment();
-    if (daemons->adopt_body(*entry.memory->daemons, event.object)) {
-        if (version && *version > entry.newest_version) entry.newest_version = *version;
-        ++entry.events;
-        reactor::release_body(event.object);  // the views' previous tree
-        return true;
-    }
-    enqueue_keyed(key, kind, clients::WatchEvent{std::move(event.type), std::move(event.object)});
     return true;
 }
 

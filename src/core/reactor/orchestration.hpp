@@ -48,7 +48,7 @@ struct ServedKind {
     bool indexed = false;  // index handlers select it
     bool handled = true;   // other handlers select it: its objects are queued for them
     // Only daemons and timers select it (no changing, event or index handlers): an event that
-    // changes nothing they decide on is given to their views, not processed (adopt_body).
+    // changes nothing they decide on is given to their views, not processed (adopt_line).
     bool spawning_only = false;
     engines::ResourceMeters meters{};  // none when metrics are off
 };
@@ -157,11 +157,6 @@ class Orchestration {
                        std::shared_ptr<clients::StopSignal> stop);
     bool take_unparsed(const std::shared_ptr<ServedKind>& kind, std::string_view key_prefix,
                        const std::string& version, std::string_view line);
-    // A MODIFIED line of an idle object of a spawning-only kind: parsed, then given to the
-    // daemons' views if it changes nothing they decide on, else queued. False if unreadable.
-    bool adopt_or_enqueue(const std::shared_ptr<ServedKind>& kind, const std::string& key,
-                          ObjectEntry& entry, std::optional<std::uint64_t> version,
-                          std::string_view line);
     // The key of an object of `kind` in `objects` and the queues: "RESOURCE/UID" (or, without
     // a uid, "RESOURCE/NAMESPACE/NAME").
     static std::string object_key(const ServedKind& kind, std::string_view id);

@@ -664,10 +664,11 @@ TEST(DaemonsMemory, ObjectsOfOneKindShareOneCopyOfItAndAChangedKindIsANewOne) {
 
 // ---- events given to the views instead of a processing (DaemonsEngine::adopt_body) ----
 
-// Offers the bed's body to the daemons' views, as the runtime does with an idle object's event.
+// Offers the bed's body to the daemons' views as a watch line, as the runtime does with an
+// idle object's event.
 bool adopt(DaemonsBed& bed) {
-    json offered = bed.body;
-    return bed.engine->adopt_body(*bed.memory.daemons, offered);
+    const std::string line = json{{"type", "MODIFIED"}, {"object", bed.body}}.dump();
+    return bed.engine->adopt_line(*bed.memory.daemons, line);
 }
 
 // The echo of a timer's own status patch (and any change of status or metadata alone) goes to
@@ -706,7 +707,8 @@ TEST(DaemonsAdoption, AStatusChangeGoesToTheViewsAndTheNextTickSeesIt) {
 }
 
 // Whatever the daemons decide on (their filters, the finalizer, the deletion, an idle timer's
-// essence) is left to the processing: the body is refused and the views stay as they were.
+// essence) is left to the processing: the event is refused (the views have its body already,
+// as the processing would give them).
 TEST(DaemonsAdoption, WhatTheDaemonsDecideOnIsLeftToTheProcessing) {
     DaemonsBed bed;
     bed.body = rich_body("first");
@@ -737,12 +739,18 @@ TEST(DaemonsAdoption, WhatTheDaemonsDecideOnIsLeftToTheProcessing) {
         change(bed.body);
         bed.body["status"]["phase"] = "changed";
         EXPECT_FALSE(adopt(bed)) << what;
-        EXPECT_EQ(bed.memory.daemons->live()["status"], json::object()) << what;
+        EXPECT_EQ(bed.memory.daemons->live()["status"]["phase"], "changed") << what;
+        bed.body = base;
+        EXPECT_FALSE(adopt(bed)) << what << ", back";
     }
     bed.body = base;
     bed.body["status"]["phase"] = "changed";
     EXPECT_TRUE(adopt(bed));
     EXPECT_EQ(bed.memory.daemons->live()["status"]["phase"], "changed");
+    EXPECT_TRUE(adopt(bed));  // the same again: nothing changed
+    bed.body["metadata"]["deletionTimestamp"] = "2026-11-27T00:00:00Z";
+    EXPECT_FALSE(adopt(bed));
+    EXPECT_FALSE(adopt(bed));  // still being deleted
 }
 
 // Handlers whose filters read the body (callbacks, a field) may decide otherwise on any change;
@@ -790,11 +798,12 @@ TEST(DaemonsAdoption, FiltersReadingTheBodyAndHandlersNotRunningRefuseIt) {
         bed.run_until(0.5);
         bed.body["status"]["phase"] = "changed";
         EXPECT_FALSE(adopt(bed)) << what;
+        EXPECT_FALSE(bed.memory.daemons->live()["status"].contains("phase")) << what;
     }
 }
 
 // A context that refers to the views across its waits (a daemon's for its whole life, a timer's
-// during its tick) keeps them valid: they are refreshed in place, not replaced.
+// during its tick) keeps them valid: they are updated in place, not replaced.
 TEST(DaemonsAdoption, ViewsThatContextsReferToAreRefreshedInPlace) {
     DaemonsBed bed;
     bed.body = rich_body("first");
