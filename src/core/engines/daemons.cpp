@@ -963,7 +963,7 @@ bool decides(const clients::InPlaceChanges& changes) {
 }
 
 bool being_deleted(const json& views) {
-    const auto& meta = views.find("metadata");
+    const auto meta = views.find("metadata");
     if (meta == views.end() || !meta->is_object()) return false;
     const auto deletion = meta->find("deletionTimestamp");
     return deletion != meta->end() && !deletion->is_null();

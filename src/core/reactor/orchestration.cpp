@@ -230,7 +230,9 @@ void Orchestration::start_watcher(const WatcherKey& key, const structs::Resource
 // need none: the event of our own patch that would change nothing is recognised by its version
 // and dropped; an event of an object whose worker is busy is kept as text, and parsed only if it
 // is still the newest when the worker is free (the echoes of the handling cycle's own patches,
-// which at moderate rates arrive before the patches' answers, never are).
+// which at moderate rates arrive before the patches' answers, never are); and an event of an
+// idle object served by daemons and timers alone goes straight into their views when it changes
+// nothing they decide on (the echo of a timer's status patch: DaemonsEngine::adopt_line).
 bool Orchestration::take_unparsed(const std::shared_ptr<ServedKind>& kind,
                                   std::string_view key_prefix, const std::string& version,
                                   std::string_view line) {
