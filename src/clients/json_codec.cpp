@@ -95,22 +95,13 @@ class Builder : public JsonPieces {
     std::vector<json*> stack_;
 };
 
-bool is_json_space(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
 // Returns an empty string on success, else the error with its offset.
 std::string parse_into(std::string_view text, json& out) {
-    bj::parse_options options;
-    options.max_depth = 100000;  // nlohmann has no depth limit; CRD schemas nest deeply
-    bj::basic_parser<Builder> parser(options);
+    bj::basic_parser<Builder> parser(JsonPieces::options());
     bj::error_code error;
     const std::size_t used = parser.write_some(false, text.data(), text.size(), error);
     if (error) return error.message() + " at offset " + std::to_string(used);
-    for (std::size_t i = used; i < text.size(); ++i) {
-        if (!is_json_space(text[i]))
-            return "extra data after the JSON value at offset " + std::to_string(i);
-    }
+    if (auto trailing = JsonPieces::trailing_data(text, used); !trailing.empty()) return trailing;
     out = std::move(parser.handler().root);
     return {};
 }
@@ -212,25 +203,14 @@ void append_string(std::string& out, const std::string& s) {
 }
 
 // Follows only what leads to metadata.resourceVersion and stops parsing once it is read.
-class ResourceVersionFinder {
+class ResourceVersionFinder : public JsonPieces {
   public:
-    constexpr static std::size_t max_object_size = std::size_t(-1);
-    constexpr static std::size_t max_array_size = std::size_t(-1);
-    constexpr static std::size_t max_key_size = std::size_t(-1);
-    constexpr static std::size_t max_string_size = std::size_t(-1);
-
     std::optional<std::string> found;
 
-    bool on_document_begin(bj::error_code&) { return true; }
-    bool on_document_end(bj::error_code&) { return true; }
     bool on_object_begin(bj::error_code&) { return enter(); }
     bool on_object_end(std::size_t, bj::error_code&) { return leave(); }
     bool on_array_begin(bj::error_code&) { return enter(); }
     bool on_array_end(std::size_t, bj::error_code&) { return leave(); }
-    bool on_key_part(bj::string_view s, std::size_t, bj::error_code&) {
-        key_.append(s.data(), s.size());
-        return true;
-    }
     bool on_key(bj::string_view s, std::size_t, bj::error_code&) {
         key_.append(s.data(), s.size());
         current_key_ = std::move(key_);
@@ -254,8 +234,6 @@ class ResourceVersionFinder {
     bool on_double(double, bj::string_view, bj::error_code&) { return true; }
     bool on_bool(bool, bj::error_code&) { return true; }
     bool on_null(bj::error_code&) { return true; }
-    bool on_comment_part(bj::string_view, bj::error_code&) { return true; }
-    bool on_comment(bj::string_view, bj::error_code&) { return true; }
 
   private:
     bool at_version() const {
@@ -274,9 +252,7 @@ class ResourceVersionFinder {
 
     int depth_ = 0;
     bool in_metadata_ = false;
-    std::string key_;
     std::string current_key_;
-    std::string text_;
 };
 
 // What a quoted key found at `at` in a JSON text is.
@@ -363,9 +339,7 @@ std::optional<std::string_view> sole_uid(std::string_view text) noexcept {
 std::optional<std::string> find_resource_version(std::string_view text) noexcept {
     if (const auto sole = sole_resource_version(text)) return std::string(*sole);
     try {
-        bj::parse_options options;
-        options.max_depth = 100000;
-        bj::basic_parser<ResourceVersionFinder> parser(options);
+        bj::basic_parser<ResourceVersionFinder> parser(JsonPieces::options());
         bj::error_code error;
         parser.write_some(false, text.data(), text.size(), error);
         return std::move(parser.handler().found);

@@ -50,16 +50,7 @@ class InPlaceBuilder : public JsonPieces {
             stack_.push_back(Frame{.level = 0, .skip = true});
             return true;
         }
-        const Slot slot = take_slot();
-        Frame frame{.level = level_of_child()};
-        if (!slot.node) {
-            frame.skip = true;
-        } else {
-            if (!slot.node->is_object()) assign(slot, json::object());
-            frame.object = &slot.node->get_ref<json::object_t&>();
-            frame.next = frame.object->begin();
-        }
-        stack_.push_back(std::move(frame));
+        open(json::value_t::object);
         return true;
     }
     bool on_object_end(std::size_t, bj::error_code&) {
@@ -68,19 +59,8 @@ class InPlaceBuilder : public JsonPieces {
         return true;
     }
     bool on_array_begin(bj::error_code& error) {
-        if (stack_.empty()) {
-            error = bj::error::syntax;  // an event is an object
-            return false;
-        }
-        const Slot slot = take_slot();
-        Frame frame{.level = level_of_child()};
-        if (!slot.node) {
-            frame.skip = true;
-        } else {
-            if (!slot.node->is_array()) assign(slot, json::array());
-            frame.array = &slot.node->get_ref<json::array_t&>();
-        }
-        stack_.push_back(std::move(frame));
+        if (!inside_event(error)) return false;
+        open(json::value_t::array);
         return true;
     }
     bool on_array_end(std::size_t, bj::error_code&) {
@@ -97,7 +77,7 @@ class InPlaceBuilder : public JsonPieces {
         return true;
     }
     bool on_string(bj::string_view s, std::size_t, bj::error_code& error) {
-        if (!scalar_allowed(error)) return false;
+        if (!inside_event(error)) return false;
         const Slot slot = take_slot();
         if (slot.node) {
             const auto* current = slot.node->get_ptr<const json::string_t*>();
@@ -194,14 +174,32 @@ class InPlaceBuilder : public JsonPieces {
 
     int level_of_child() const { return stack_.empty() ? 0 : stack_.back().level + 1; }
 
-    bool scalar_allowed(bj::error_code& error) const {
+    // Only the event itself, an object, may be the document's root.
+    bool inside_event(bj::error_code& error) const {
         if (!stack_.empty()) return true;
-        error = bj::error::syntax;  // an event is an object
+        error = bj::error::syntax;
         return false;
     }
 
+    // Walks into the object or array that follows (made one if the tree had something else).
+    void open(json::value_t type) {
+        const Slot slot = take_slot();
+        Frame frame{.level = level_of_child()};
+        if (!slot.node) {
+            frame.skip = true;
+        } else if (type == json::value_t::object) {
+            if (!slot.node->is_object()) assign(slot, json::object());
+            frame.object = &slot.node->get_ref<json::object_t&>();
+            frame.next = frame.object->begin();
+        } else {
+            if (!slot.node->is_array()) assign(slot, json::array());
+            frame.array = &slot.node->get_ref<json::array_t&>();
+        }
+        stack_.push_back(std::move(frame));
+    }
+
     bool scalar(json value, bj::error_code& error) {
-        if (!scalar_allowed(error)) return false;
+        if (!inside_event(error)) return false;
         const Slot slot = take_slot();
         if (slot.node && !same_scalar(*slot.node, value)) assign(slot, std::move(value));
         return true;
@@ -357,9 +355,7 @@ class InPlaceBuilder : public JsonPieces {
 InPlaceChanges parse_event_object_in_place(std::string_view line, json& target,
                                            std::span<const std::string_view> kept_top,
                                            std::span<const std::string_view> kept_meta) {
-    bj::parse_options options;
-    options.max_depth = 100000;  // as parse_json()
-    bj::basic_parser<InPlaceBuilder> parser(options, target, kept_top, kept_meta);
+    bj::basic_parser<InPlaceBuilder> parser(JsonPieces::options(), target, kept_top, kept_meta);
     bj::error_code error;
     std::size_t used = 0;
     try {
@@ -376,13 +372,7 @@ InPlaceChanges parse_event_object_in_place(std::string_view line, json& target,
     } else if (!target.is_object()) {
         problem = "the event's \"object\" is not an object";
     } else {
-        for (std::size_t i = used; i < line.size(); ++i) {
-            const char c = line[i];
-            if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
-                problem = "extra data after the JSON value at offset " + std::to_string(i);
-                break;
-            }
-        }
+        problem = JsonPieces::trailing_data(line, used);
     }
     if (!problem.empty()) {
         parser.handler().rollback();

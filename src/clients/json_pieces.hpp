@@ -1,5 +1,6 @@
 // What the project's Boost.JSON parser handlers share (json_codec.cpp, json_in_place.cpp): no
-// size limits, and the keys, strings and numbers that arrive in pieces, collected. Internal:
+// size limits, the parse options, the check after a document, and the keys, strings and numbers
+// that arrive in pieces, collected. Internal:
 // included by those two sources only (Boost.JSON's parser is a heavy header).
 #pragma once
 
@@ -9,13 +10,33 @@
 #include <kopf/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "clients/json_codec.hpp"
 
 namespace kopf::clients {
 
+inline bool is_json_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
 class JsonPieces {
   public:
+    // nlohmann has no depth limit, and CRD schemas nest deeply.
+    static boost::json::parse_options options() {
+        boost::json::parse_options options;
+        options.max_depth = 100000;
+        return options;
+    }
+    // What is wrong with `text` after a document that ended at `used`: "" if only whitespace.
+    static std::string trailing_data(std::string_view text, std::size_t used) {
+        for (std::size_t i = used; i < text.size(); ++i) {
+            if (!is_json_space(text[i]))
+                return "extra data after the JSON value at offset " + std::to_string(i);
+        }
+        return {};
+    }
+
     constexpr static std::size_t max_object_size = std::size_t(-1);
     constexpr static std::size_t max_array_size = std::size_t(-1);
     constexpr static std::size_t max_key_size = std::size_t(-1);
