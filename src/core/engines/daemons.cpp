@@ -988,9 +988,12 @@ bool DaemonsEngine::adopt_line(DaemonsMemory& memory, std::string_view line) con
     } catch (const std::invalid_argument&) {
         return false;  // the views as they were; the event's own reading reports it
     }
-    ensure_views(memory.live_);
+    // The parse empties the views rather than erasing them; only a metadata (or object)
+    // replaced as a whole can lose some, and that always decides.
+    const bool decisive = decides(changes);
+    if (decisive) ensure_views(memory.live_);
     memory.refreshed();
-    return !decides(changes) && !being_deleted(memory.live_);
+    return !decisive && !being_deleted(memory.live_);
 }
 
 bool DaemonsEngine::requires_finalizer(const DaemonsMemory& memory, const json& body,

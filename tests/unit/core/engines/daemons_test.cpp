@@ -706,6 +706,27 @@ TEST(DaemonsAdoption, AStatusChangeGoesToTheViewsAndTheNextTickSeesIt) {
     EXPECT_EQ(views.dump(), bed.body.dump());
 }
 
+// A synchronous timer reads a copy of its own, taken from the views at each tick: an adopted
+// status reaches it too.
+TEST(DaemonsAdoption, ASynchronousTimersCopySeesTheAdoptedStatus) {
+    DaemonsBed bed;
+    bed.body = rich_body("first");
+    auto seen = std::make_shared<std::vector<json>>();
+    on::timer t(bed.registry, "kopfexamples", {.id = "t", .interval = 1.0}, [seen](Context& ctx) {
+        seen->push_back({ctx.status.value("phase", ""), deepest(ctx.spec)});
+    });
+    bed.start();
+    bed.event("");
+    bed.run_until(0.5);
+    bed.body["status"]["phase"] = "two";
+    bed.body["metadata"]["resourceVersion"] = "101";
+    EXPECT_TRUE(adopt(bed));
+    bed.run_until(1.5);
+    ASSERT_EQ(seen->size(), 2u);
+    EXPECT_EQ((*seen)[0], json({"", "first"}));
+    EXPECT_EQ((*seen)[1], json({"two", "first"}));
+}
+
 // Whatever the daemons decide on (their filters, the finalizer, the deletion, an idle timer's
 // essence) is left to the processing: the event is refused (the views have its body already,
 // as the processing would give them).

@@ -79,6 +79,32 @@ TEST_F(ObjectQueues, EventsArrivingWhileBusyAreBatchedToTheLatest) {
     EXPECT_EQ(recorder.versions, (std::vector<std::string>{"1", "3"}));
 }
 
+// Only an object with nothing queued, under way or awaited may have its events go elsewhere
+// (the daemons' views): is_idle() says so, through every state of its worker.
+TEST_F(ObjectQueues, AnObjectIsIdleOnlyWithNothingQueuedUnderWayOrAwaited) {
+    auto& queues = start({.idle_timeout = 1000, .consistency_timeout = 5});
+    EXPECT_TRUE(queues.is_idle("uid1"));  // never seen
+    queues.push("uid1", event("ADDED", "1"));
+    EXPECT_FALSE(queues.is_idle("uid1"));  // under way
+    queues.push("uid1", event("MODIFIED", "2"));
+    recorder.finish();
+    executor.advance(0);
+    EXPECT_FALSE(queues.is_idle("uid1"));  // "2" queued, then under way
+    recorder.finish("3");
+    executor.advance(0);
+    EXPECT_FALSE(queues.is_idle("uid1"));  // our patch's echo awaited
+    queues.push("uid1", event("MODIFIED", "3"));
+    executor.advance(0);
+    recorder.finish();
+    executor.advance(0);
+    EXPECT_TRUE(queues.is_idle("uid1"));  // its worker idle
+    EXPECT_TRUE(queues.is_idle("uid2"));
+    queues.push("uid2", event("ADDED", "7"));
+    recorder.fail(10);
+    executor.advance(0);
+    EXPECT_FALSE(queues.is_idle("uid2"));  // held after an error
+}
+
 TEST_F(ObjectQueues, DifferentObjectsAreProcessedConcurrently) {
     auto& queues = start();
     queues.push("uid1", event("ADDED", "1"));
