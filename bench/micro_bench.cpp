@@ -226,6 +226,35 @@ void BM_WatchLineSplitOnly(benchmark::State& state) {
 }
 BENCHMARK(BM_WatchLineSplitOnly);
 
+// What every MODIFIED line costs before any parse: its object's uid (the queue's key) and its
+// resourceVersion, found in the text. On the 5 KB object's line (Kopf's annotations: quotes
+// everywhere) and on a timer's echo as the API server sends it (1.1 KB, managedFields).
+void BM_SoleKeysOfAWatchLine(benchmark::State& state) {
+    static const std::string handled = json{{"type", "MODIFIED"}, {"object", object()}}.dump();
+    static const std::string echo =
+        R"({"type":"MODIFIED","object":{"apiVersion":"bench.kopf.dev/v1","kind":"BenchObject",)"
+        R"("metadata":{"creationTimestamp":"2026-11-27T22:37:31Z","finalizers":)"
+        R"(["kopf.zalando.org/KopfFinalizerMarker"],"generation":12,"labels":{"bench-timer":)"
+        R"("on"},"managedFields":[{"apiVersion":"bench.kopf.dev/v1","fieldsType":"FieldsV1",)"
+        R"("fieldsV1":{"f:metadata":{"f:labels":{".":{},"f:bench-timer":{}}},"f:spec":{".":{},)"
+        R"("f:filler":{},"f:stamp":{}}},"manager":"unknown","operation":"Update","time":)"
+        R"("2026-11-27T22:37:31Z"},{"apiVersion":"bench.kopf.dev/v1","fieldsType":"FieldsV1",)"
+        R"("fieldsV1":{"f:metadata":{"f:finalizers":{".":{},)"
+        R"("v:\"kopf.zalando.org/KopfFinalizerMarker\"":{}}},"f:status":{".":{},"f:tick":{}}},)"
+        R"("manager":"kopf","operation":"Update","time":"2026-11-27T22:37:41Z"}],"name":)"
+        R"("bench-0000002","namespace":"default","resourceVersion":"44","uid":)"
+        R"("02ca9364-9fbf-472c-ba33-88f435bc9354"},"spec":{"filler":")" +
+        std::string(200, 'x') + R"(","stamp":0},"status":{"tick":33}}})";
+    const std::string& line = state.range(0) == 0 ? echo : handled;
+    for (auto _ : state) {
+        benchmark::DoNotOptimize(kopf::clients::sole_uid(line));
+        benchmark::DoNotOptimize(kopf::clients::sole_resource_version(line));
+    }
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * line.size()));
+    state.SetLabel(state.range(0) == 0 ? "a timer's echo" : "the 5 KB object");
+}
+BENCHMARK(BM_SoleKeysOfAWatchLine)->Arg(0)->Arg(1);
+
 // The diff base is read back, the essence rebuilt, diffed and the reason decided: the work an
 // unchanged object costs on every MODIFIED event.
 void BM_CauseDetectionUnchanged(benchmark::State& state) {

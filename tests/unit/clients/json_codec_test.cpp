@@ -220,4 +220,14 @@ TEST(JsonCodec, FindsTheOnlyUidKeyBySearchingAndGivesUpOnAnyDoubt) {
     EXPECT_EQ(sole_uid(R"({"metadata":{"name":"uid"}})"), std::nullopt);
     EXPECT_EQ(sole_uid(R"({"metadata":{"uid":"u-)"), std::nullopt);
     EXPECT_EQ(sole_uid(""), std::nullopt);
+    // Searched 16 bytes at a time: the key found wherever it falls in a block or after the
+    // last one, and a second naming too, before it or in the tail.
+    for (std::size_t pad = 0; pad < 48; ++pad) {
+        const std::string before = R"({"metadata":{"a":")" + std::string(pad, 'u') + R"(",)";
+        const std::string line = before + R"("uid":"u-1"},"status":{"q":"uuu"}})";
+        EXPECT_EQ(sole_uid(line), "u-1") << line;
+        EXPECT_EQ(sole_uid(line + R"({"uid":"u-2"})"), std::nullopt) << line;
+        EXPECT_EQ(sole_uid(R"({"uid":"u-0",)" + line.substr(1)), std::nullopt) << line;
+        EXPECT_EQ(sole_uid(before + R"("\"uid\"":"u-1"}})"), std::nullopt) << line;
+    }
 }
