@@ -188,6 +188,12 @@ bool is_callback(const ValueFilter& filter) {
     return filter.kind() == ValueFilter::Kind::CALLBACK;
 }
 
+// Whether a (non-empty) field is in the essence's own stanzas: the spec, labels, annotations.
+bool within_essence(const std::vector<std::string>& f) {
+    return f[0] == "spec" ||
+           (f[0] == "metadata" && f.size() > 1 && (f[1] == "labels" || f[1] == "annotations"));
+}
+
 bool reads_context(const HandlerOptions& o) {
     const auto any_callback = [](const MetaFilter& filters) {
         return std::any_of(filters.begin(), filters.end(),
@@ -209,6 +215,14 @@ bool filters_read_only_metadata(const SpawningHandler& handler) {
            handler.options.field.empty();
 }
 
+bool filters_read_only_essence(const ChangingHandler& handler) {
+    const auto in_essence = [](const std::vector<std::string>& f) {
+        return f.empty() || within_essence(f);
+    };
+    return !reads_context(handler.options) && in_essence(handler.field) &&
+           in_essence(detail::parse_field(handler.options.field));
+}
+
 bool prematch_any(const std::vector<ChangingHandler>& handlers, const ChangingCause& cause,
                   const Context& ctx) {
     for (const auto& h : handlers) {
@@ -221,11 +235,8 @@ std::vector<std::vector<std::string>> get_extra_fields(const Registry& registry,
                                                        const Resource& resource) {
     std::vector<std::vector<std::string>> out;
     auto add = [&out](const std::vector<std::string>& f) {
-        if (f.empty()) return;
         // Fields outside of the essence's own stanzas must be carried explicitly.
-        if (f[0] == "spec" ||
-            (f[0] == "metadata" && f.size() > 1 && (f[1] == "labels" || f[1] == "annotations")))
-            return;
+        if (f.empty() || within_essence(f)) return;
         for (const auto& e : out)
             if (e == f) return;
         out.push_back(f);

@@ -42,6 +42,9 @@ bool filters_read_context(const std::vector<ChangingHandler>& handlers);
 /// Whether the handler's filters read nothing of the object but its labels and annotations
 /// (no callbacks, no field): a change elsewhere cannot change whether it matches.
 bool filters_read_only_metadata(const SpawningHandler& handler);
+/// The same for a changing handler, whose fields may also be in the spec: a change of neither
+/// the essence nor the labels and annotations cannot change whether it matches.
+bool filters_read_only_essence(const ChangingHandler& handler);
 bool prematch_any(const std::vector<ChangingHandler>& handlers, const ChangingCause& cause,
                   const Context& ctx);
 /// Fields that handlers watch, to be kept in the essence (e.g. status.x for field handlers).

@@ -8,6 +8,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <kopf/storage.hpp>
+#include <typeinfo>
 
 #include "clients/api.hpp"
 #include "clients/json_codec.hpp"
@@ -15,6 +17,7 @@
 #include "clients/stop.hpp"
 #include "configs/client_settings.hpp"
 #include "core/actions/logging.hpp"
+#include "core/intents/matching.hpp"
 #include "core/reactor/queueing.hpp"
 #include "structs/bodies.hpp"
 
@@ -167,7 +170,7 @@ std::shared_ptr<ServedKind> Orchestration::kind_of(const structs::Resource& reso
             ServedKind{resource, structs::to_public(resource), resource.to_string()});
         kind->indexed = indexing && indexing->indexes(kind->public_);
         kind->handled = handles(kind->public_);
-        kind->spawning_only = !kind->indexed && spawning_only(kind->public_);
+        kind->adoptable = !kind->indexed && adoptable(kind->public_);
         if (metrics) kind->meters = metrics->resource(kind->name);
     }
     return kind;
@@ -184,15 +187,25 @@ bool Orchestration::handles(const kopf::Resource& resource) const {
            std::any_of(registry.spawning.begin(), registry.spawning.end(), selects);
 }
 
-// Whether daemons and timers are the only handlers that select the resource.
-bool Orchestration::spawning_only(const kopf::Resource& resource) const {
+// See ServedKind::adoptable.
+bool Orchestration::adoptable(const kopf::Resource& resource) const {
     const auto selects = [&resource](const auto& h) { return h.selector.check(resource); };
-    return std::none_of(registry.changing.begin(), registry.changing.end(),
-                        [&resource](const ChangingHandler& h) {
-                            return h.has_selector && h.selector.check(resource);
-                        }) &&
-           std::none_of(registry.watching.begin(), registry.watching.end(), selects) &&
-           std::any_of(registry.spawning.begin(), registry.spawning.end(), selects);
+    bool has_changing = false;
+    for (const ChangingHandler& h : registry.changing) {
+        if (h.has_selector && !h.selector.check(resource)) continue;
+        has_changing = true;
+        if (!intents::filters_read_only_essence(h)) return false;
+    }
+    // Another diff base storage (e.g. in status) may read what the event changed.
+    if (has_changing) {
+        const DiffBaseStorage* diffbase = settings.persistence.diffbase_storage.get();
+        if (!diffbase) return false;
+        const DiffBaseStorage& storage = *diffbase;
+        if (typeid(storage) != typeid(AnnotationsDiffBaseStorage)) return false;
+    }
+    return std::none_of(registry.watching.begin(), registry.watching.end(), selects) &&
+           std::any_of(registry.spawning.begin(), registry.spawning.end(), selects) &&
+           intents::get_extra_fields(registry, resource).empty();
 }
 
 void Orchestration::start_watcher(const WatcherKey& key, const structs::Resource& resource,
@@ -253,10 +266,10 @@ bool Orchestration::take_unparsed(const std::shared_ptr<ServedKind>& kind,
         const auto number = structs::version_number(version);
         const bool stale =
             number && entry->second.newest_version && *number < entry->second.newest_version;
-        // Events of idle objects with daemons only (e.g. the echo of a timer's status patch).
+        // Events of idle, settled objects with daemons (e.g. the echo of a timer's status patch).
         const ObjectEntry& known = entry->second;
-        if (!stale && kind->spawning_only && daemons && known.memory && known.memory->daemons &&
-            known.memory->remaining_fns.empty() && known.memory->logger &&
+        if (!stale && kind->adoptable && daemons && known.memory && known.memory->settled &&
+            known.memory->daemons && known.memory->remaining_fns.empty() && known.memory->logger &&
             !known.memory->logger->enabled_for(LogLevel::DEBUG) && queues.is_idle(key) &&
             daemons->adopt_line(*known.memory->daemons, line)) {
             if (number && *number > entry->second.newest_version)

@@ -369,6 +369,7 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
     }
 
     // Leftover transformations mean an inconsistent state: apply them first, handle later.
+    memory.settled = false;
     if (cause && !patch_initially_empty && cause->reason != Reason::GONE) {
         out.matched = false;
         out.delays = std::move(spawning_delays);
@@ -391,6 +392,8 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
 
     out.delays = std::move(delays);
     if (!out.gone && !patch.empty()) progress.touch(body, patch, std::nullopt);
+    memory.settled = !out.gone && !deletion_is_ongoing && patch.empty() && out.delays.empty() &&
+                     (!cause || cause->reason == Reason::NOOP);
     co_return out;
 }
 

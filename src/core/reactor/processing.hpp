@@ -47,7 +47,11 @@ struct ResourceMemory {
     bool noticed_by_listing = false;       ///< first seen in the initial listing (resume cause)
     bool fully_handled_once = false;       ///< all handlers succeeded once (no more resuming)
     std::vector<Patch::Fn> remaining_fns;  ///< transformations not applied yet (HTTP 422)
-    std::shared_ptr<Logger> logger;        ///< the object's logger, made on its first event
+    /// The last event needed nothing: no cause but NOOP, no patch, no delay, no deletion. An
+    /// event that changes none of what that depended on needs nothing either (and may go to the
+    /// daemons' views unprocessed: Orchestration::take_unparsed).
+    bool settled = false;
+    std::shared_ptr<Logger> logger;  ///< the object's logger, made on its first event
     std::shared_ptr<engines::DaemonsMemory> daemons;  ///< with daemons or timers only
     /// Provokes a new processing of the object (set by the runtime; daemons that exit while
     /// stopping use it to release the object at once).

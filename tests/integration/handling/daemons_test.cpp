@@ -401,6 +401,53 @@ TEST_F(Daemons, TimerSeesStatusChangesAndItsFiltersAndFinalizerAreStillHandled) 
     EXPECT_EQ(operator_->stop(), "");
 }
 
+// The common operator: creation, update and deletion handlers beside a status timer. The
+// timer's echoes (and another writer's status notes) reach its views; the changing handlers
+// still see what is theirs: the creation once, each change of the spec, the deletion.
+TEST_F(Daemons, TimerBesideChangingHandlersSeesStatusAndTheHandlersSeeTheirCauses) {
+    Registry registry;
+    auto j = journal;
+    on::create(registry, "kopfexamples", {.id = "create"},
+               [j](Context& ctx) { j->calls.add("created", ctx.spec.value("field", "")); });
+    on::update(registry, "kopfexamples", {.id = "update"},
+               [j](Context& ctx) { j->calls.add("updated", ctx.spec.value("field", "")); });
+    on::delete_(registry, "kopfexamples", {.id = "delete"},
+                [j](Context& ctx) { j->calls.add("deleted", ctx.status.value("count", 0)); });
+    on::timer counter(
+        registry, "kopfexamples", {.id = "counter", .interval = 0.05},
+        [j](Context& ctx) -> Task<void> {
+            const int seen = ctx.status.value("count", 0);
+            j->calls.add("seen", {seen, ctx.status.value("note", ""), ctx.spec.value("field", "")});
+            ctx.patch.status()["count"] = seen + 1;
+            co_return;
+        });
+    auto operator_ = start_operator(registry);
+    create(example("kex-mixed", {{"field", "one"}}));
+    ASSERT_TRUE(eventually([&] { return j->calls.count("seen") >= 8; }));
+    request("PATCH", "/apis/kopf.dev/v1/namespaces/default/kopfexamples/kex-mixed/status",
+            {{"status", {{"note", "hello"}}}}, "application/merge-patch+json");
+    ASSERT_TRUE(eventually([&] { return j->calls.details("seen").back()[1] == "hello"; }));
+
+    patch("kex-mixed", {{"spec", {{"field", "two"}}}});
+    ASSERT_TRUE(eventually([&] { return j->calls.count("updated") == 1; }));
+    ASSERT_TRUE(eventually([&] { return j->calls.details("seen").back()[2] == "two"; }));
+    const int ticks = j->calls.count("seen");
+    ASSERT_TRUE(eventually([&] { return j->calls.count("seen") >= ticks + 5; }));
+
+    remove("kex-mixed");
+    ASSERT_TRUE(eventually([&] { return !get("kex-mixed").has_value(); }));
+    EXPECT_EQ(j->calls.count("created"), 1);
+    EXPECT_EQ(j->calls.details("created"), (std::vector<json>{"one"}));
+    EXPECT_EQ(j->calls.details("updated"), (std::vector<json>{"two"}));
+    ASSERT_EQ(j->calls.count("deleted"), 1);
+    auto seen = j->calls.details("seen");
+    for (std::size_t i = 1; i < seen.size(); ++i)
+        EXPECT_GE(seen[i][0].get<int>(), seen[i - 1][0].get<int>()) << i;
+    // The deletion handler saw the count the last tick read, or the one it wrote.
+    EXPECT_GE(j->calls.details("deleted")[0].get<int>(), seen.back()[0].get<int>());
+    EXPECT_EQ(operator_->stop(), "");
+}
+
 TEST_F(Daemons, IdleTimerWaitsForTheObjectToStayUnchanged) {
     Registry registry;
     auto j = journal;

@@ -4,6 +4,7 @@
 #include <kopf/kopf.hpp>
 #include <set>
 
+#include "core/intents/matching.hpp"
 #include "loop/virtual_executor.hpp"
 
 namespace {
@@ -206,6 +207,41 @@ TEST(Registration, LoginHandlersReturnConnectionInfo) {
         return;
     }
     FAIL() << "login_fn is not registered";
+}
+
+// Which changing handlers decide by the essence, labels and annotations alone (so that an event
+// changing only the status and the server's metadata cannot change whether they match).
+TEST(Registration, ChangingFiltersThatReadOnlyTheEssenceAreTold) {
+    kopf::Registry registry;
+    const auto noop = [](kopf::Context&) {};
+    kopf::on::update(registry, "kopfexamples", {.id = "plain"}, noop);
+    kopf::on::update(
+        registry, "kopfexamples",
+        {.id = "labelled", .labels = {{"a", "b"}}, .annotations = {{"c", kopf::ABSENT}}}, noop);
+    kopf::on::update(registry, "kopfexamples", {.id = "spec-field", .field = "spec.x", .value = 1},
+                     noop);
+    kopf::on::field(registry, "kopfexamples", {.id = "on-spec", .field = "spec.y"}, noop);
+    kopf::on::update(registry, "kopfexamples",
+                     {.id = "when", .when = [](const kopf::Context&) { return true; }}, noop);
+    kopf::on::update(
+        registry, "kopfexamples",
+        {.id = "label-fn",
+         .labels = {{"a", [](const kopf::json&, const kopf::Context&) { return true; }}}},
+        noop);
+    kopf::on::update(registry, "kopfexamples",
+                     {.id = "status-field", .field = "status.phase", .value = "Ready"}, noop);
+    kopf::on::field(registry, "kopfexamples", {.id = "on-status", .field = "status.phase"}, noop);
+    std::map<std::string, bool> told;
+    for (const auto& h : registry.changing)
+        told[h.id] = kopf::intents::filters_read_only_essence(h);
+    EXPECT_EQ(told, (std::map<std::string, bool>{{"plain", true},
+                                                 {"labelled", true},
+                                                 {"spec-field/spec.x", true},
+                                                 {"on-spec/spec.y", true},
+                                                 {"when", false},
+                                                 {"label-fn", false},
+                                                 {"status-field/status.phase", false},
+                                                 {"on-status/status.phase", false}}));
 }
 
 }  // namespace

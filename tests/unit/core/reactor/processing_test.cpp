@@ -271,6 +271,52 @@ TEST_F(Handled, StatusOnlyChangesAreNoop) {
         h.logged("Something has changed, but we are not interested (the essence is the same)."));
 }
 
+// An object is settled when its last event needed nothing (no cause but a no-op, no patch, no
+// delay, no deletion): only then may the runtime give an event that changes none of what that
+// depended on to the daemons' views unprocessed (Orchestration::take_unparsed).
+TEST_F(Handled, AnObjectIsSettledOnlyAfterAnEventThatNeededNothing) {
+    const auto settled = [this] {
+        return h.memories.recall(json{{"object", h.body}}, h.memobase).settled;
+    };
+    int failures = 0;
+    kopf::on::update(h.registry, "kopfexamples", {.id = "u"}, [&](kopf::Context& c) -> json {
+        if (c.spec.value("field", "") == "failing" && failures++ == 0)
+            throw kopf::TemporaryError("later", 5);
+        return json();
+    });
+    kopf::on::delete_(h.registry, "kopfexamples", {.id = "d"}, ok);
+    handle_creation();  // the finalizer added: a patch
+    EXPECT_FALSE(settled());
+    h.step();  // the creation handled: the diff base stored
+    EXPECT_FALSE(settled());
+    h.step();  // its echo: nothing to do
+    EXPECT_TRUE(settled());
+    h.body["status"]["x"] = 1;
+    EXPECT_TRUE(h.step().patch.empty());
+    EXPECT_TRUE(settled());
+
+    h.body["spec"]["field"] = "other";
+    EXPECT_FALSE(h.step().patch.empty());  // updated
+    EXPECT_FALSE(settled());
+    h.step();
+    EXPECT_TRUE(settled());
+
+    h.body["spec"]["field"] = "failing";  // retried in 5 s: a delay
+    h.step();
+    EXPECT_FALSE(settled());
+    h.body["status"]["x"] = 2;  // while it waits, a status change needs the processing
+    EXPECT_FALSE(h.step().delays.empty());
+    EXPECT_FALSE(settled());
+    h.advance(6);
+    h.step();
+    h.step();
+    EXPECT_TRUE(settled());
+
+    h.body["metadata"]["deletionTimestamp"] = T0;
+    h.step();
+    EXPECT_FALSE(settled());
+}
+
 TEST_F(Handled, FieldHandlersFireOnlyWhenTheirFieldChanges) {
     std::vector<std::pair<json, json>> calls;
     kopf::on::field(h.registry, "kopfexamples", {.id = "field_fn", .field = "spec.field"},
