@@ -250,6 +250,7 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
             "A raw watch event must be an object with an \"object\" body: " +
             raw_event.dump().substr(0, 200));
     if (!memory.memo) memory.memo = std::make_shared<Memo>();
+    memory.settled = false;  // until this event proves to need nothing (not if it throws)
 
     // Event handlers see every event, before anything else (and the raw event whole).
     const bool has_watching = has_event_handlers(env, resource);
@@ -369,7 +370,6 @@ Task<ProcessingOutcome> process_resource_event(const ProcessingEnv& env, const R
     }
 
     // Leftover transformations mean an inconsistent state: apply them first, handle later.
-    memory.settled = false;
     if (cause && !patch_initially_empty && cause->reason != Reason::GONE) {
         out.matched = false;
         out.delays = std::move(spawning_delays);

@@ -312,6 +312,15 @@ TEST_F(Handled, AnObjectIsSettledOnlyAfterAnEventThatNeededNothing) {
     h.step();
     EXPECT_TRUE(settled());
 
+    // A processing that fails (a diff base that is not JSON) leaves the object unsettled.
+    const json diffbase = h.body["metadata"]["annotations"][DIFFBASE];
+    h.body["metadata"]["annotations"][DIFFBASE] = "not JSON";
+    EXPECT_ANY_THROW(h.process());
+    EXPECT_FALSE(settled());
+    h.body["metadata"]["annotations"][DIFFBASE] = diffbase;
+    h.step();
+    EXPECT_TRUE(settled());
+
     h.body["metadata"]["deletionTimestamp"] = T0;
     h.step();
     EXPECT_FALSE(settled());
