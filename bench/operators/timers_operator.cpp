@@ -12,6 +12,8 @@
 //
 // $KOPF_BENCH_COALESCING_WINDOW (seconds, e.g. 0 to compare) sets
 // settings.queueing.coalescing_window; unset or empty: the default.
+// $KOPF_BENCH_BESIDE=create adds a creation handler beside the timer, as most operators have
+// (the echoes of its ticks then meet the changing handlers' rules too).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -20,9 +22,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <kopf/kopf.hpp>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace {
 
@@ -86,6 +90,16 @@ kopf::Task<void> tick_fn(kopf::Context& ctx) {
     co_return;
 }
 KOPF_TIMER(tick_fn, kBenchObjects, {.interval = kInterval});
+
+kopf::json create_fn(kopf::Context&) {
+    return {{"message", "created"}};
+}
+const auto beside = [] {
+    const char* what = std::getenv("KOPF_BENCH_BESIDE");
+    if (!what || std::string_view(what) != "create") return std::unique_ptr<kopf::on::create>();
+    return std::make_unique<kopf::on::create>(kBenchObjects,
+                                              kopf::HandlerOptions{.id = "create_fn"}, create_fn);
+}();
 
 void configure(kopf::ActivityContext& ctx) {
     // Out of range is refused by the operator's own check, which names the setting.
