@@ -1,6 +1,7 @@
 #include "core/intents/matching.hpp"
 
 #include <algorithm>
+#include <typeinfo>
 
 #include "structs/dicts.hpp"
 
@@ -221,6 +222,26 @@ bool filters_read_only_essence(const ChangingHandler& handler) {
     };
     return !reads_context(handler.options) && in_essence(handler.field) &&
            in_essence(detail::parse_field(handler.options.field));
+}
+
+bool decided_by_essence_and_metadata(const Registry& registry, const DiffBaseStorage* diffbase,
+                                     const Resource& resource) {
+    const auto selects = [&resource](const auto& h) { return h.selector.check(resource); };
+    bool has_changing = false;
+    for (const ChangingHandler& h : registry.changing) {
+        if (h.has_selector && !h.selector.check(resource)) continue;
+        has_changing = true;
+        if (!filters_read_only_essence(h)) return false;
+    }
+    // Another diff base storage (in status, or a class of the user's) may read what changed.
+    if (has_changing) {
+        if (!diffbase) return false;
+        const DiffBaseStorage& storage = *diffbase;
+        if (typeid(storage) != typeid(AnnotationsDiffBaseStorage)) return false;
+    }
+    return std::none_of(registry.watching.begin(), registry.watching.end(), selects) &&
+           std::any_of(registry.spawning.begin(), registry.spawning.end(), selects) &&
+           get_extra_fields(registry, resource).empty();
 }
 
 bool prematch_any(const std::vector<ChangingHandler>& handlers, const ChangingCause& cause,

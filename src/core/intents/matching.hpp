@@ -4,6 +4,7 @@
 
 #include <kopf/context.hpp>
 #include <kopf/registry.hpp>
+#include <kopf/storage.hpp>
 #include <vector>
 
 #include "core/intents/causes.hpp"
@@ -45,6 +46,13 @@ bool filters_read_only_metadata(const SpawningHandler& handler);
 /// The same for a changing handler, whose fields may also be in the spec: a change of neither
 /// the essence nor the labels and annotations cannot change whether it matches.
 bool filters_read_only_essence(const ChangingHandler& handler);
+/// Whether an event of the resource's kind that changes nothing but the status and the server's
+/// metadata (resourceVersion, generation, managedFields) may leave the handlers as they are:
+/// daemons or timers select the kind, event handlers do not, the changing handlers' filters
+/// read only the essence and metadata (filters_read_only_essence), no handler's field lies
+/// outside the essence, and the diff base (read at each event) is kept in annotations.
+bool decided_by_essence_and_metadata(const Registry& registry, const DiffBaseStorage* diffbase,
+                                     const Resource& resource);
 bool prematch_any(const std::vector<ChangingHandler>& handlers, const ChangingCause& cause,
                   const Context& ctx);
 /// Fields that handlers watch, to be kept in the essence (e.g. status.x for field handlers).

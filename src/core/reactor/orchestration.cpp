@@ -8,8 +8,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <kopf/storage.hpp>
-#include <typeinfo>
 
 #include "clients/api.hpp"
 #include "clients/json_codec.hpp"
@@ -170,7 +168,9 @@ std::shared_ptr<ServedKind> Orchestration::kind_of(const structs::Resource& reso
             ServedKind{resource, structs::to_public(resource), resource.to_string()});
         kind->indexed = indexing && indexing->indexes(kind->public_);
         kind->handled = handles(kind->public_);
-        kind->adoptable = !kind->indexed && adoptable(kind->public_);
+        kind->adoptable = !kind->indexed &&
+                          intents::decided_by_essence_and_metadata(
+                              registry, settings.persistence.diffbase_storage.get(), kind->public_);
         if (metrics) kind->meters = metrics->resource(kind->name);
     }
     return kind;
@@ -185,27 +185,6 @@ bool Orchestration::handles(const kopf::Resource& resource) const {
                        }) ||
            std::any_of(registry.watching.begin(), registry.watching.end(), selects) ||
            std::any_of(registry.spawning.begin(), registry.spawning.end(), selects);
-}
-
-// See ServedKind::adoptable.
-bool Orchestration::adoptable(const kopf::Resource& resource) const {
-    const auto selects = [&resource](const auto& h) { return h.selector.check(resource); };
-    bool has_changing = false;
-    for (const ChangingHandler& h : registry.changing) {
-        if (h.has_selector && !h.selector.check(resource)) continue;
-        has_changing = true;
-        if (!intents::filters_read_only_essence(h)) return false;
-    }
-    // Another diff base storage (e.g. in status) may read what the event changed.
-    if (has_changing) {
-        const DiffBaseStorage* diffbase = settings.persistence.diffbase_storage.get();
-        if (!diffbase) return false;
-        const DiffBaseStorage& storage = *diffbase;
-        if (typeid(storage) != typeid(AnnotationsDiffBaseStorage)) return false;
-    }
-    return std::none_of(registry.watching.begin(), registry.watching.end(), selects) &&
-           std::any_of(registry.spawning.begin(), registry.spawning.end(), selects) &&
-           intents::get_extra_fields(registry, resource).empty();
 }
 
 void Orchestration::start_watcher(const WatcherKey& key, const structs::Resource& resource,
@@ -244,8 +223,9 @@ void Orchestration::start_watcher(const WatcherKey& key, const structs::Resource
 // and dropped; an event of an object whose worker is busy is kept as text, and parsed only if it
 // is still the newest when the worker is free (the echoes of the handling cycle's own patches,
 // which at moderate rates arrive before the patches' answers, never are); and an event of an
-// idle object served by daemons and timers alone goes straight into their views when it changes
-// nothing they decide on (the echo of a timer's status patch: DaemonsEngine::adopt_line).
+// idle, settled object of a kind with daemons or timers goes straight into their views when it
+// changes nothing any handler decides on (the echo of a timer's status patch:
+// ServedKind::adoptable, DaemonsEngine::adopt_line).
 bool Orchestration::take_unparsed(const std::shared_ptr<ServedKind>& kind,
                                   std::string_view key_prefix, const std::string& version,
                                   std::string_view line) {
@@ -268,8 +248,10 @@ bool Orchestration::take_unparsed(const std::shared_ptr<ServedKind>& kind,
             number && entry->second.newest_version && *number < entry->second.newest_version;
         // Events of idle, settled objects with daemons (e.g. the echo of a timer's status patch).
         const ObjectEntry& known = entry->second;
+        // (Settled implies no transformations left over: those come from a patch, and an event
+        // whose processing made one is not settled.)
         if (!stale && kind->adoptable && daemons && known.memory && known.memory->settled &&
-            known.memory->daemons && known.memory->remaining_fns.empty() && known.memory->logger &&
+            known.memory->daemons && known.memory->logger &&
             !known.memory->logger->enabled_for(LogLevel::DEBUG) && queues.is_idle(key) &&
             daemons->adopt_line(*known.memory->daemons, line)) {
             if (number && *number > entry->second.newest_version)

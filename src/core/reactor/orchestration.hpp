@@ -47,10 +47,9 @@ struct ServedKind {
     std::string name;      // api.to_string()
     bool indexed = false;  // index handlers select it
     bool handled = true;   // other handlers select it: its objects are queued for them
-    // Daemons or timers select it, no event or index handlers do, and its changing handlers
-    // decide by the essence, labels and annotations alone (no callback filters, no fields
-    // elsewhere; the diff base in annotations): an event of a settled object that changes
-    // nothing they all decide on is given to the daemons' views, not processed (adopt_line).
+    // No index handlers select it and intents::decided_by_essence_and_metadata() holds: an
+    // event of a settled object that changes nothing its handlers decide on is given to the
+    // daemons' views, not processed (DaemonsEngine::adopt_line).
     bool adoptable = false;
     engines::ResourceMeters meters{};  // none when metrics are off
 };
@@ -154,7 +153,6 @@ class Orchestration {
     void apply_watchers(const Insights& insights);
     std::shared_ptr<ServedKind> kind_of(const structs::Resource& resource);
     bool handles(const kopf::Resource& resource) const;
-    bool adoptable(const kopf::Resource& resource) const;
     void start_watcher(const WatcherKey& key, const structs::Resource& resource,
                        std::shared_ptr<clients::StopSignal> stop);
     bool take_unparsed(const std::shared_ptr<ServedKind>& kind, std::string_view key_prefix,

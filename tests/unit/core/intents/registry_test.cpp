@@ -1,6 +1,7 @@
 // Registration of handlers: ids, options, registries and rejected declarations.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <kopf/kopf.hpp>
 #include <set>
 
@@ -242,6 +243,71 @@ TEST(Registration, ChangingFiltersThatReadOnlyTheEssenceAreTold) {
                                                  {"label-fn", false},
                                                  {"status-field/status.phase", false},
                                                  {"on-status/status.phase", false}}));
+}
+
+// Which kinds' status-only events may leave their handlers as they are (the runtime then gives
+// them to the daemons' views unprocessed): a timer alone, or beside changing handlers that
+// decide by the essence and metadata with the diff base in annotations — and nothing else.
+TEST(Registration, KindsDecidedByTheirEssenceAndMetadataAreTold) {
+    const kopf::Resource kex{
+        .group = "kopf.dev", .version = "v1", .plural = "kopfexamples", .kind = "KopfExample"};
+    const auto tick = [](kopf::Context&) -> kopf::Task<void> { co_return; };
+    const auto noop = [](kopf::Context&) {};
+    const auto with_timer = [&](kopf::Registry& r) {
+        kopf::on::timer(r, "kopfexamples", {.id = "t", .interval = 1.0}, tick);
+    };
+    const kopf::AnnotationsDiffBaseStorage annotations;
+    const kopf::StatusDiffBaseStorage status;
+    struct Case {
+        std::string what;
+        std::function<void(kopf::Registry&)> registry;
+        const kopf::DiffBaseStorage* diffbase;
+        bool decided;
+    };
+    const std::vector<Case> cases{
+        {"a timer alone", with_timer, nullptr, true},
+        {"a timer beside creation and spec-field handlers",
+         [&](kopf::Registry& r) {
+             with_timer(r);
+             kopf::on::create(r, "kopfexamples", {.id = "c", .labels = {{"a", "b"}}}, noop);
+             kopf::on::field(r, "kopfexamples", {.id = "f", .field = "spec.x"}, noop);
+         },
+         &annotations, true},
+        {"no daemon or timer",
+         [&](kopf::Registry& r) { kopf::on::create(r, "kopfexamples", {.id = "c"}, noop); },
+         &annotations, false},
+        {"the diff base in status",
+         [&](kopf::Registry& r) {
+             with_timer(r);
+             kopf::on::create(r, "kopfexamples", {.id = "c"}, noop);
+         },
+         &status, false},
+        {"a when callback",
+         [&](kopf::Registry& r) {
+             with_timer(r);
+             kopf::on::update(r, "kopfexamples",
+                              {.id = "u", .when = [](const kopf::Context&) { return true; }}, noop);
+         },
+         &annotations, false},
+        {"an event handler",
+         [&](kopf::Registry& r) {
+             with_timer(r);
+             kopf::on::event(r, "kopfexamples", {.id = "e"}, [](kopf::Context&) {});
+         },
+         &annotations, false},
+        {"a timer's field in status",
+         [&](kopf::Registry& r) {
+             kopf::on::timer(r, "kopfexamples",
+                             {.id = "t", .interval = 1.0, .field = "status.phase"}, tick);
+         },
+         &annotations, false},
+    };
+    for (const auto& c : cases) {
+        kopf::Registry r;
+        c.registry(r);
+        EXPECT_EQ(kopf::intents::decided_by_essence_and_metadata(r, c.diffbase, kex), c.decided)
+            << c.what;
+    }
 }
 
 }  // namespace
