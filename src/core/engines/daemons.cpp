@@ -859,6 +859,7 @@ void DaemonsMemory::set_body(const json& body) {
 }
 
 void DaemonsMemory::refresh(const json& body) {
+    live_text_.clear();
     refresh_in_place(live_, body);
     refreshed();
 }
@@ -984,14 +985,18 @@ bool DaemonsEngine::adopt_line(DaemonsMemory& memory, std::string_view line) con
     if (handlers != memory.running.size()) return false;
     clients::InPlaceChanges changes;
     try {
-        changes = clients::parse_event_object_in_place(line, memory.live_, BODY_VIEWS, META_VIEWS);
+        changes = clients::parse_event_object_in_place(line, memory.live_, BODY_VIEWS, META_VIEWS,
+                                                       &memory.live_text_);
     } catch (const std::invalid_argument&) {
         return false;  // the views as they were; the event's own reading reports it
     }
     // The parse empties the views rather than erasing them; only a metadata (or object)
     // replaced as a whole can lose some, and that always decides.
     const bool decisive = decides(changes);
-    if (decisive) ensure_views(memory.live_);
+    if (decisive) {
+        ensure_views(memory.live_);
+        memory.live_text_.clear();
+    }
     memory.refreshed();
     return !decisive && !being_deleted(memory.live_);
 }

@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "clients/json_in_place.hpp"
 #include "core/actions/metering.hpp"
 #include "core/actions/progression.hpp"
 
@@ -97,6 +98,9 @@ class DaemonsMemory {
     void refreshed();    // after the views changed: daemons on threads get a new snapshot
     bool stale_ = true;  // the views miss events (no daemon ran): refreshed before a spawn
     json live_ = json::object();
+    // The object's text as last parsed into the views (adopt_line), so that the next echo's
+    // unchanged values are passed over; empty once the views are changed otherwise.
+    clients::RememberedText live_text_;
     mutable std::mutex mutex_;
     std::shared_ptr<const json> body_;
     unsigned long generation_ = 0;

@@ -61,17 +61,20 @@ class Documents {
         }
     }
 
-    // `document` with a few random edits (values replaced, keys added or removed).
-    json mutate(json document, int depth = 0) {
+    // `document` with a few random edits (values replaced; keys and elements added or removed
+    // if `reshape`).
+    json mutate(json document, int depth = 0, bool reshape = true) {
         if (document.is_object()) {
             for (auto& [key, value] : document.items()) {
-                if (pick(4) == 0) value = mutate(value, depth + 1);
+                if (pick(4) == 0) value = mutate(value, depth + 1, reshape);
             }
+            if (!reshape) return document;
             if (pick(3) == 0) document[key()] = make(depth + 1);
             if (pick(3) == 0 && !document.empty()) document.erase(document.begin());
         } else if (document.is_array()) {
             for (auto& value : document)
-                if (pick(4) == 0) value = mutate(value, depth + 1);
+                if (pick(4) == 0) value = mutate(value, depth + 1, reshape);
+            if (!reshape) return document;
             if (pick(3) == 0) document.push_back(make(depth + 1));
             if (pick(3) == 0 && !document.empty()) document.erase(document.begin());
         } else if (pick(2) == 0) {
@@ -174,7 +177,7 @@ TEST(JsonInPlace, KeptKeysAreEmptiedInPlaceAndAMetadataReplacedIsReportedWhole) 
 TEST(JsonInPlace, AMalformedLineLeavesTheTreeAsItWasNodesIncluded) {
     const std::string original =
         R"({"a":{"b":[1,2,{"c":"d"}],"e":"f"},"g":[1,2,3],"h":{"i":1},"status":{"tick":1}})";
-    for (const std::string bad :
+    for (const std::string& bad :
          {line_of(R"({"status":{"tick":2},"a":{"e":"changed","b":[9]},"g":[],"x":1)"),
           line_of(R"({"g":[1,2,3,4,5],"h":{},"a":7,"status":{"tick":1e400}})"),
           line_of(R"({"a":{"b":[1,2,{"c":"e"}]}} trailing)"), line_of(R"("not an object")"),
@@ -201,6 +204,160 @@ TEST(JsonInPlace, RepeatedKeysKeepTheLastValueAndTypesAreParseJsons) {
     EXPECT_EQ(tree.dump(), fresh.dump());
     EXPECT_TRUE(tree["a"].is_number_float());
     EXPECT_TRUE(tree["d"].is_number_unsigned());
+}
+
+// ---- with the object's text remembered -----------------------------------------------------
+
+// The same document as text in the forms servers and people write: compact, indented, with a
+// key named twice, with a key escaped.
+std::string text_of(const json& document, int form) {
+    switch (form) {
+        case 1:
+            return document.dump(2);
+        case 2: {
+            std::string text = document.dump();
+            if (text.size() > 2 && text.front() == '{') text.insert(1, R"("a":0,)");
+            return text;
+        }
+        case 3: {
+            std::string text = document.dump();
+            const auto key = text.find(R"("b":)");
+            if (key != std::string::npos) text.replace(key, 4, R"("\u0062":)");
+            return text;
+        }
+        default:
+            return document.dump();
+    }
+}
+
+std::vector<std::string> sorted(std::vector<std::string> keys) {
+    std::sort(keys.begin(), keys.end());
+    return keys;
+}
+
+TEST(JsonInPlaceRemembered, TheTreeAndTheChangesAreAWholeParsesWhateverChanged) {
+    Documents documents(11);
+    for (int round = 0; round < 3000; ++round) {
+        // Shaped like an object: the kept views, metadata with lists of entries, deep values.
+        json before = json::object();
+        before["metadata"] = {{"labels", documents.make()},
+                              {"managedFields", json::array({documents.make(), documents.make()})},
+                              {"resourceVersion", std::to_string(round)}};
+        before["spec"] = documents.make();
+        if (documents.pick(2) == 0) before["status"] = documents.make();
+        before["a"] = documents.make();
+        before["b"] = documents.make();
+        // Most echoes change values only; some add or remove keys.
+        const json after = documents.mutate(before, 0, documents.pick(3) == 0);
+        const int before_form = documents.pick(4);
+        const int after_form = documents.pick(4) == 0 ? documents.pick(4) : before_form;
+        const std::string before_text = text_of(before, before_form);
+        const std::string after_text = text_of(after, after_form);
+
+        json whole = json::object();
+        parse_event_object_in_place(line_of(before_text), whole, kKeptTop, kKeptMeta);
+        json walked = json::object();
+        RememberedText remembered;
+        parse_event_object_in_place(line_of(before_text), walked, kKeptTop, kKeptMeta, &remembered);
+        ASSERT_EQ(remembered.text, before_text);
+
+        const auto expected =
+            parse_event_object_in_place(line_of(after_text), whole, kKeptTop, kKeptMeta);
+        const auto changes = parse_event_object_in_place(line_of(after_text), walked, kKeptTop,
+                                                         kKeptMeta, &remembered);
+        ASSERT_EQ(walked.dump(), whole.dump())
+            << "before: " << before_text << "\nafter: " << after_text;
+        EXPECT_EQ(remembered.text, after_text);
+        // Where its objects and arrays are, carried over from the text before: as if found anew.
+        json fresh = json::object();
+        RememberedText found;
+        parse_event_object_in_place(line_of(after_text), fresh, kKeptTop, kKeptMeta, &found);
+        EXPECT_EQ(remembered.containers, found.containers) << after_text;
+        // A key named twice is reported as changed by the whole parse (it assigns the first
+        // value, then the last), not when the text of both is the same as before.
+        if (before_form == 2 && after_form == 2) continue;
+        EXPECT_EQ(sorted(changes.top), sorted(expected.top)) << after_text;
+        EXPECT_EQ(sorted(changes.metadata), sorted(expected.metadata)) << after_text;
+    }
+}
+
+TEST(JsonInPlaceRemembered, AValueWhoseTextIsTheSameIsNotReadAndTheRestStaysInPlace) {
+    const std::string before =
+        R"({"apiVersion":"v1","metadata":{"labels":{"a":"1"},"managedFields":[{"manager":"kubectl","time":"t0","fieldsV1":{"f:spec":{"f:x":{}}}},{"manager":"kopf","time":"t1","fieldsV1":{"f:status":{"f:tick":{}}}}],"resourceVersion":"1"},"spec":{"deep":{"er":[1,2,{"x":true}]}},"status":{"tick":1}})";
+    const std::string after =
+        R"({"apiVersion":"v1","metadata":{"labels":{"a":"1"},"managedFields":[{"manager":"kubectl","time":"t0","fieldsV1":{"f:spec":{"f:x":{}}}},{"manager":"kopf","time":"t2","fieldsV1":{"f:status":{"f:tick":{}}}}],"resourceVersion":"2"},"spec":{"deep":{"er":[1,2,{"x":true}]}},"status":{"tick":2}})";
+    json tree = json::object();
+    RememberedText remembered;
+    parse_event_object_in_place(line_of(before), tree, kKeptTop, kKeptMeta, &remembered);
+    const json* creator = &tree["metadata"]["managedFields"][0];
+    const json* deep = &tree["spec"]["deep"]["er"][2];
+    const json* time = &tree["metadata"]["managedFields"][1]["time"];
+    // The tree made to differ from the remembered text where the text will not change: what is
+    // passed over keeps the tree's value (no one but this test changes a tree behind its text).
+    tree["spec"]["deep"]["er"][0] = "not read";
+
+    const auto changes =
+        parse_event_object_in_place(line_of(after), tree, kKeptTop, kKeptMeta, &remembered);
+    EXPECT_EQ(tree["spec"]["deep"]["er"][0], "not read");
+    EXPECT_EQ(tree["metadata"]["managedFields"][1]["time"], "t2");
+    EXPECT_EQ(tree["metadata"]["resourceVersion"], "2");
+    EXPECT_EQ(tree["status"]["tick"], 2);
+    EXPECT_EQ(&tree["metadata"]["managedFields"][0], creator);
+    EXPECT_EQ(&tree["spec"]["deep"]["er"][2], deep);
+    EXPECT_EQ(&tree["metadata"]["managedFields"][1]["time"], time);
+    EXPECT_EQ(sorted(changes.top), (std::vector<std::string>{"metadata", "status"}));
+    EXPECT_EQ(sorted(changes.metadata),
+              (std::vector<std::string>{"managedFields", "resourceVersion"}));
+
+    // Without the text, the same line is read whole.
+    parse_event_object_in_place(line_of(after), tree, kKeptTop, kKeptMeta);
+    EXPECT_EQ(tree["spec"]["deep"]["er"][0], 1);
+}
+
+TEST(JsonInPlaceRemembered, AMalformedLineLeavesTheTreeAndTheTextAsTheyWere) {
+    const std::string original =
+        R"({"a":{"b":[1,2,{"c":"d"}],"e":"f","long":"a value long enough to be walked into"},"g":[1,2,3],"h":{"i":1},"status":{"tick":1}})";
+    Documents documents(5);
+    std::vector<std::string> bad_lines{
+        line_of(
+            R"({"a":{"b":[1,2,{"c":"e"}],"e":"f","long":"a value long enough to be walked into"},"g":[1,2,3],"h":{"i":1},"status":{"tick":1e400}})"),
+        line_of(
+            R"({"a":{"b":[1,2,{"c":"e"}],"e":"f","long":"a value long enough to be walked into"},"g":[1,2,3],"h":{"i":1},"status":{"tick":1}} trailing)"),
+        line_of(
+            R"({"a":{"b":[1,2,{"c":"e"}],"e":"f","long":"a value long enough to be walked into"},"g":[1,2,3],"h":{"i":1},"status":{"tick":1})"),
+        line_of(
+            R"({"a":{"b":[1,2,{"c":"e"]}],"e":"f","long":"a value long enough to be walked into"},"g":[1,2,3],"h":{"i":1},"status":{"tick":1}})"),
+    };
+    const std::string changed = line_of(
+        R"({"a":{"b":[1,2,{"c":"x"}],"e":"f","long":"a value long enough to be walked into"},"g":[1,2,3],"h":{"i":2},"status":{"tick":3}})");
+    for (int cut = 0; cut < 40; ++cut)
+        bad_lines.push_back(changed.substr(
+            0, static_cast<std::size_t>(documents.pick(static_cast<int>(changed.size())))));
+    for (const std::string& bad : bad_lines) {
+        json tree = json::object();
+        RememberedText remembered;
+        parse_event_object_in_place(line_of(original), tree, kKeptTop, kKeptMeta, &remembered);
+        const auto containers = remembered.containers;
+        const json* nested = &tree["a"]["b"][2];
+        std::string expected_error;
+        try {
+            json other = parse_json(original);
+            parse_event_object_in_place(bad, other, kKeptTop, kKeptMeta);
+        } catch (const std::invalid_argument& e) {
+            expected_error = e.what();
+        }
+        ASSERT_FALSE(expected_error.empty()) << bad;
+        try {
+            parse_event_object_in_place(bad, tree, kKeptTop, kKeptMeta, &remembered);
+            ADD_FAILURE() << "no error for " << bad;
+        } catch (const std::invalid_argument& e) {
+            EXPECT_EQ(e.what(), expected_error);
+        }
+        EXPECT_EQ(tree.dump(), parse_json(original).dump()) << bad;
+        EXPECT_EQ(&tree["a"]["b"][2], nested) << bad;
+        EXPECT_EQ(remembered.text, original) << bad;
+        EXPECT_EQ(remembered.containers, containers) << bad;
+    }
 }
 
 }  // namespace
