@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <regex>
 
 namespace kopf::structs {
@@ -49,17 +48,26 @@ std::string Resource::to_string() const {
 
 namespace {
 
+bool is_unreserved(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.' || c == '~';
+}
+
+// Runs of unreserved characters (all of most names) are appended whole: every write's path has
+// a few of them.
 void append_url_encoded(std::string& out, const std::string& text) {
     static const char* hex = "0123456789ABCDEF";
-    for (unsigned char c : text) {
-        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-            out.push_back(static_cast<char>(c));
-        } else {
-            out.push_back('%');
-            out.push_back(hex[c >> 4]);
-            out.push_back(hex[c & 0x0F]);
-        }
+    std::size_t run = 0;
+    for (std::size_t at = 0; at < text.size(); ++at) {
+        const auto c = static_cast<unsigned char>(text[at]);
+        if (is_unreserved(c)) continue;
+        out.append(text, run, at - run);
+        out.push_back('%');
+        out.push_back(hex[c >> 4]);
+        out.push_back(hex[c & 0x0F]);
+        run = at + 1;
     }
+    out.append(text, run, text.size() - run);
 }
 
 }  // namespace

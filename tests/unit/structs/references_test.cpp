@@ -146,6 +146,8 @@ TEST(Resource, PathsForCollectionsObjectsAndSubresources) {
               "/apis/kopf.dev/v1/namespaces/ns1/kopfexamples/x/status");
     EXPECT_EQ(pods.path("", "", "", {{"labelSelector", "a=b,c in (d)"}}),
               "/api/v1/pods?labelSelector=a%3Db%2Cc%20in%20%28d%29");
+    // Bytes beyond ASCII and reserved characters at either end: each byte escaped.
+    EXPECT_EQ(pods.path("ns", "\u00e9-x/"), "/api/v1/namespaces/ns/pods/%C3%A9-x%2F");
 }
 
 TEST(Resource, ImpossiblePathsAreRejected) {
