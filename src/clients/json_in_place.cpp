@@ -445,11 +445,16 @@ std::size_t end_of_scalar(std::string_view text, std::size_t at) {
 
 using Spans = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
 
+// How deep the objects and arrays whose ends are remembered go: the object's own (0) down to
+// the entries of its managedFields (3) and what they hold (4). Deeper ones are passed over with
+// their parents, and a walk that needs one gives up; remembering them would cost most of the
+// spans (each managedFields entry nests a dozen).
+constexpr std::size_t remembered_depth = 5;
+
 // Where each object and array of a text already parsed starts and ends, appended to `spans` in
-// the order they start, offset by `base`.
-void add_containers(std::string_view text, std::size_t base, Spans& spans) {
-    std::size_t open[64];  // deeper ones are left out: walks give up there (see walk_changed)
-    std::size_t depth = 0;
+// the order they start, offset by `base`; the text's own value is at `depth`.
+void add_containers(std::string_view text, std::size_t base, std::size_t depth, Spans& spans) {
+    std::size_t open[remembered_depth];
     for (std::size_t at = find_any<'"', '{', '}', '[', ']'>(text, 0); at < text.size();
          at = find_any<'"', '{', '}', '[', ']'>(text, at)) {
         const char c = text[at];
@@ -458,7 +463,7 @@ void add_containers(std::string_view text, std::size_t base, Spans& spans) {
             continue;
         }
         if (c == '{' || c == '[') {
-            if (depth < std::size(open)) {
+            if (depth < remembered_depth) {
                 open[depth] = spans.size();
                 spans.emplace_back(static_cast<std::uint32_t>(base + at),
                                    static_cast<std::uint32_t>(base + text.size()));
@@ -466,7 +471,7 @@ void add_containers(std::string_view text, std::size_t base, Spans& spans) {
             ++depth;
         } else if (depth > 0) {
             --depth;
-            if (depth < std::size(open))
+            if (depth < remembered_depth)
                 spans[open[depth]].second = static_cast<std::uint32_t>(base + at + 1);
         }
         ++at;
@@ -590,7 +595,8 @@ class Lockstep {
             parser.write_some(false, new_.data() + n_, new_.size() - n_, error);
         if (error) return false;
         if (new_[n_] == '{' || new_[n_] == '[')
-            add_containers(new_.substr(n_, used), n_, new_spans_);
+            add_containers(new_.substr(n_, used), n_, static_cast<std::size_t>(place.level),
+                           new_spans_);
         o_ = old_end;
         n_ += used;
         return true;
@@ -760,7 +766,7 @@ InPlaceChanges parse_event_object_in_place(std::string_view line, json& target,
     if (remembered) {
         remembered->text.assign(object_text);
         remembered->containers.clear();
-        add_containers(object_text, 0, remembered->containers);
+        add_containers(object_text, 0, 0, remembered->containers);
     }
     return changes;
 }

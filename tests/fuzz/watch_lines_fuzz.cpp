@@ -5,7 +5,9 @@
 // exactly what nlohmann's dump() writes and read back as the same value. The lines of one
 // input are also parsed in place, one after the other, into one tree (as the daemons' views
 // take the events of an object): after each, the tree is what parse_json() gives of the line's
-// object, or, for a line without one, exactly what it was.
+// object, or, for a line without one, exactly what it was. A second tree takes the same lines
+// with the previous object's text remembered (values whose text did not change passed over):
+// it must stay the same as the first.
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -22,7 +24,22 @@ namespace {
 
 using kopf::fuzz::violated;
 
-kopf::json views;  // the tree the lines of one input are parsed into
+kopf::json views;         // the tree the lines of one input are parsed into
+kopf::json walked_views;  // the same, with the text of the previous object remembered
+kopf::clients::RememberedText remembered;
+
+void check_remembered(std::string_view line) {
+    const std::string before = walked_views.dump();
+    const std::string text_before = remembered.text;
+    try {
+        (void)kopf::clients::parse_event_object_in_place(line, walked_views, {}, {}, &remembered);
+    } catch (const std::invalid_argument&) {
+        if (walked_views.dump() != before || remembered.text != text_before)
+            violated("a refused line changed the tree or the text remembered", line);
+    }
+    if (walked_views.dump() != views.dump())
+        violated("the tree walked beside the remembered text differs", line);
+}
 
 void check_in_place(std::string_view line, const kopf::json& value) {
     const std::string before = views.dump();
@@ -53,6 +70,7 @@ void check_line(std::string_view line) {
     (void)kopf::clients::sole_uid(line);
     const kopf::json value = parse_json_or_discarded(line);
     check_in_place(line, value);
+    check_remembered(line);
     if (value.is_discarded()) {
         try {
             (void)parse_json(line);
@@ -91,6 +109,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // A small line limit, so that the too-long-line path is reached too.
     kopf::clients::LineSplitter splitter(2048);
     views = kopf::json::object();
+    walked_views = kopf::json::object();
+    remembered.clear();
     try {
         for (std::size_t at = 0; at < stream.size(); at += chunk)
             splitter.feed(stream.substr(at, chunk), check_line);
