@@ -397,12 +397,8 @@ class InPlaceBuilder : public JsonPieces {
 // added, gone, reordered or escaped, elements added or gone, a text that is not as expected —
 // gives up, puts back what it did, and parses the whole line.
 
-bool is_space(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
 std::size_t skip_spaces(std::string_view text, std::size_t at) {
-    while (at < text.size() && is_space(text[at])) ++at;
+    while (at < text.size() && is_json_space(text[at])) ++at;
     return at;
 }
 
@@ -437,7 +433,7 @@ std::size_t end_of_string(std::string_view text, std::size_t at) {
 
 // Where the number or literal that starts at `at` ends. Only for text already parsed.
 std::size_t end_of_scalar(std::string_view text, std::size_t at) {
-    while (at < text.size() && !is_space(text[at]) && text[at] != ',' && text[at] != '}' &&
+    while (at < text.size() && !is_json_space(text[at]) && text[at] != ',' && text[at] != '}' &&
            text[at] != ']')
         ++at;
     return at;
@@ -490,10 +486,10 @@ std::string_view object_text_of(std::string_view line) {
         return {};
     std::size_t begin = skip_spaces(line, type_end + object_key.size());
     std::size_t end = line.size();
-    while (end > begin && is_space(line[end - 1])) --end;
+    while (end > begin && is_json_space(line[end - 1])) --end;
     if (end <= begin || line[end - 1] != '}') return {};
     --end;
-    while (end > begin && is_space(line[end - 1])) --end;
+    while (end > begin && is_json_space(line[end - 1])) --end;
     if (end <= begin || line[begin] != '{') return {};
     return line.substr(begin, end - begin);
 }
@@ -542,7 +538,7 @@ class Lockstep {
         const std::size_t size = old_end_ - o_;
         const std::size_t after = n_ + size;
         if (old_end_ <= o_ || !same_text(size) ||
-            !(after == new_.size() || is_space(new_[after]) || new_[after] == ',' ||
+            !(after == new_.size() || is_json_space(new_[after]) || new_[after] == ',' ||
               new_[after] == '}' || new_[after] == ']'))
             return false;
         if (container) {
