@@ -397,6 +397,18 @@ void append_json_string(std::string& out, const std::string& text) {
     append_string(out, text);
 }
 
+namespace {
+
+// Integers as nlohmann dumps them (its serializer, made per value, cost most of a small patch).
+template <class Integer>
+void append_integer(std::string& out, Integer number) {
+    char digits[24];
+    const auto written = std::to_chars(digits, digits + sizeof digits, number);
+    out.append(digits, static_cast<std::size_t>(written.ptr - digits));
+}
+
+}  // namespace
+
 void append_json(std::string& out, const json& value) {
     switch (value.type()) {
         case json::value_t::object: {
@@ -426,8 +438,20 @@ void append_json(std::string& out, const json& value) {
         case json::value_t::string:
             append_string(out, value.get_ref<const std::string&>());
             return;
+        case json::value_t::number_integer:
+            append_integer(out, value.get<std::int64_t>());
+            return;
+        case json::value_t::number_unsigned:
+            append_integer(out, value.get<std::uint64_t>());
+            return;
+        case json::value_t::boolean:
+            out += value.get<bool>() ? "true" : "false";
+            return;
+        case json::value_t::null:
+            out += "null";
+            return;
         default:
-            out += value.dump();  // numbers, booleans, null: small, and nlohmann's formatting
+            out += value.dump();  // floating-point numbers, binary, discarded: nlohmann's forms
     }
 }
 

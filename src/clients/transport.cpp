@@ -19,7 +19,9 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/url/parse.hpp>
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <exception>
 #include <map>
@@ -47,7 +49,17 @@ struct Endpoint {
     std::string host;  // without brackets
     std::string port;
     std::string prefix;  // path prefix of the server URL, without a trailing slash
+    // "Host: ...\r\nUser-Agent: ...\r\n": the same in every request (see request_head()).
+    std::string fixed_headers;
 };
+
+std::string host_header(const Endpoint& endpoint) {
+    std::string host =
+        endpoint.host.find(':') != std::string::npos ? "[" + endpoint.host + "]" : endpoint.host;
+    bool default_port =
+        (endpoint.tls && endpoint.port == "443") || (!endpoint.tls && endpoint.port == "80");
+    return default_port ? host : host + ":" + endpoint.port;
+}
 
 Endpoint parse_server(const std::string& server) {
     auto parsed = boost::urls::parse_uri(server);
@@ -72,6 +84,8 @@ Endpoint parse_server(const std::string& server) {
         parsed->has_port() ? std::string(parsed->port()) : (endpoint.tls ? "443" : "80");
     endpoint.prefix = std::string(parsed->encoded_path());
     while (!endpoint.prefix.empty() && endpoint.prefix.back() == '/') endpoint.prefix.pop_back();
+    endpoint.fixed_headers =
+        "Host: " + host_header(endpoint) + "\r\nUser-Agent: " + user_agent() + "\r\n";
     return endpoint;
 }
 
@@ -299,47 +313,68 @@ std::optional<double> parse_retry_after(const http::fields& fields) {
     }
 }
 
-std::string host_header(const Endpoint& endpoint) {
-    std::string host =
-        endpoint.host.find(':') != std::string::npos ? "[" + endpoint.host + "]" : endpoint.host;
-    bool default_port =
-        (endpoint.tls && endpoint.port == "443") || (!endpoint.tls && endpoint.port == "80");
-    return default_port ? host : host + ":" + endpoint.port;
-}
-
 // The request line and headers of a request, as Beast's serializer would write them. Writing
 // them with the body in one gather-write costs a fraction of Beast's serializer, which showed
-// as a tenth of an operator's CPU per patch.
+// as a tenth of an operator's CPU per patch; they are copied into one buffer sized up front,
+// as every request (a timer's patch, each write of a handling cycle) makes one.
 std::string request_head(const Endpoint& endpoint, const HttpRequest& r) {
     if (http::string_to_verb(r.method) == http::verb::unknown)
         throw std::invalid_argument("Unknown HTTP method: " + r.method);
     // Not find_first_of: it asks memchr about every byte of a value (234 calls per patch).
-    const auto breaks_line = [](std::string_view text, bool or_space) {
+    const auto breaks_line = [](std::string_view text) {
         return text.find('\r') != std::string_view::npos ||
-               text.find('\n') != std::string_view::npos ||
-               (or_space && text.find(' ') != std::string_view::npos);
+               text.find('\n') != std::string_view::npos;
     };
-    const auto add = [&breaks_line](std::string& out, std::string_view name,
-                                    std::string_view value) {
-        if (breaks_line(value, false))
-            throw std::invalid_argument(fmt::format("A line break in the {} header", name));
-        out.append(name).append(": ").append(value).append("\r\n");
+    const auto in_target = [&](std::string_view text) {
+        return breaks_line(text) || text.find(' ') != std::string_view::npos;
     };
-    std::string head;
-    head.reserve(256 + r.target.size() + r.authorization.size());
-    const std::string target = endpoint.prefix + r.target;
-    if (breaks_line(target, true))
-        throw std::invalid_argument("A space or line break in the request target: " + target);
-    head.append(r.method).append(" ").append(target).append(" HTTP/1.1\r\n");
-    add(head, "Host", host_header(endpoint));
-    add(head, "User-Agent", user_agent());
-    add(head, "Accept", r.accept);
-    if (!r.authorization.empty()) add(head, "Authorization", r.authorization);
-    if (!r.content_type.empty()) add(head, "Content-Type", r.content_type);
+    if (in_target(endpoint.prefix) || in_target(r.target))
+        throw std::invalid_argument(
+            "A space or line break in the request target: " + endpoint.prefix + r.target);
     const bool may_have_body = r.method == "POST" || r.method == "PUT" || r.method == "PATCH";
-    if (!r.body.empty() || may_have_body)
-        add(head, "Content-Length", std::to_string(r.body.size()));
-    head.append("\r\n");
+    char length_digits[24];
+    std::string_view length;
+    if (!r.body.empty() || may_have_body) {
+        const auto written =
+            std::to_chars(length_digits, length_digits + sizeof length_digits, r.body.size());
+        length =
+            std::string_view(length_digits, static_cast<std::size_t>(written.ptr - length_digits));
+    }
+    // Each header: its name with ": " (empty for the fixed ones), its value; those with an
+    // empty value are left out.
+    const std::pair<std::string_view, std::string_view> headers[] = {
+        {"", endpoint.fixed_headers},         {"Accept: ", r.accept},
+        {"Authorization: ", r.authorization}, {"Content-Type: ", r.content_type},
+        {"Content-Length: ", length},
+    };
+    std::size_t size = r.method.size() + 1 + endpoint.prefix.size() + r.target.size() +
+                       std::string_view(" HTTP/1.1\r\n").size() + 2;
+    for (const auto& [name, value] : headers) {
+        if (value.empty()) continue;
+        if (!name.empty() && breaks_line(value)) {
+            throw std::invalid_argument(
+                fmt::format("A line break in the {} header", name.substr(0, name.size() - 2)));
+        }
+        size += name.size() + value.size() + (name.empty() ? 0 : 2);
+    }
+    std::string head(size, '\0');
+    char* out = head.data();
+    const auto put = [&out](std::string_view piece) {
+        std::memcpy(out, piece.data(), piece.size());
+        out += piece.size();
+    };
+    put(r.method);
+    put(" ");
+    put(endpoint.prefix);
+    put(r.target);
+    put(" HTTP/1.1\r\n");
+    for (const auto& [name, value] : headers) {
+        if (value.empty()) continue;
+        put(name);
+        put(value);
+        if (!name.empty()) put("\r\n");
+    }
+    put("\r\n");
     return head;
 }
 

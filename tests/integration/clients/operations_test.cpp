@@ -1,10 +1,13 @@
 // API operations against the embedded API server over HTTPS, and their typed errors.
 #include <gtest/gtest.h>
 
+#include <kopf/version.hpp>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "support/fixture.hpp"
+#include "support/raw_server.hpp"
 
 namespace kopf::testing {
 namespace {
@@ -34,6 +37,57 @@ TEST_F(Operations, ALineBreakInAHeaderValueIsRefusedBeforeAnythingIsSent) {
     }
     auto admin_api = make_client(admin());
     EXPECT_THROW(run(admin_api->get(configmaps(), "default", "cm-injected")), NotFoundError);
+}
+
+// What a write puts on the wire before its body, byte for byte: the request line with the
+// server URL's path prefix, then Host (with the port), User-Agent, Accept, the token,
+// Content-Type and Content-Length, each once, as Beast's serializer would write them.
+TEST_F(Operations, AWriteSendsTheRequestLineAndEveryHeaderOnce) {
+    const std::string answer = R"({"metadata":{"name":"cm-head","resourceVersion":"7"}})";
+    RawServer peer(
+        [&](const std::string&) -> RawReply { return {RawServer::json_response(answer)}; });
+    ConnectionInfo info;
+    info.server = peer.url() + "/prefix/";
+    info.token = "t0ken";
+    auto settings = fast_settings();
+    settings.field_manager = "";
+    auto api = make_client(info, settings);
+    const json patch = {{"data", {{"a", "b"}}}};
+    run(api->patch(configmaps(), "default", "cm-head", PatchType::Merge, patch));
+    const auto heads = peer.heads();
+    ASSERT_EQ(heads.size(), 1u);
+    const std::string host = peer.url().substr(std::string("http://").size());
+    EXPECT_EQ(heads[0],
+              "PATCH /prefix/api/v1/namespaces/default/configmaps/cm-head HTTP/1.1\r\n"
+              "Host: " +
+                  host +
+                  "\r\n"
+                  "User-Agent: kopf++/" +
+                  std::string(kopf::version()) +
+                  "\r\n"
+                  "Accept: application/json\r\n"
+                  "Authorization: Bearer t0ken\r\n"
+                  "Content-Type: application/merge-patch+json\r\n"
+                  "Content-Length: " +
+                  std::to_string(patch.dump().size()) +
+                  "\r\n"
+                  "\r\n");
+}
+
+// A target with a space would split the request line: refused, named, nothing sent.
+TEST_F(Operations, ASpaceInTheRequestTargetIsRefusedBeforeAnythingIsSent) {
+    RawServer peer([](const std::string&) -> RawReply { return {RawServer::json_response("{}")}; });
+    ConnectionInfo info;
+    info.server = peer.url();
+    auto api = make_client(info);
+    try {
+        run(api->request("GET", "/api/v1/namespaces/a b"));
+        FAIL() << "the request was sent";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("/api/v1/namespaces/a b"), std::string::npos)
+            << e.what();
+    }
+    EXPECT_TRUE(peer.heads().empty());
 }
 
 TEST_F(Operations, GetOfMissingObjectRaisesNotFoundWithTheStatus) {

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 #include <string>
 
@@ -81,6 +82,26 @@ TEST(JsonCodec, DumpsExactlyAsNlohmannDoes) {
         const json value = random_value(rng, 0);
         ASSERT_EQ(dump_json(value), value.dump()) << "value #" << i;
     }
+}
+
+// Integers, booleans and null are written without nlohmann's serializer: the extremes of each
+// integer type, as values and inside containers, must still read as nlohmann writes them.
+TEST(JsonCodec, DumpsIntegersAndLiteralsAtTheirExtremesAsNlohmannDoes) {
+    const json values[] = {
+        0,
+        -1,
+        std::numeric_limits<std::int64_t>::min(),
+        std::numeric_limits<std::int64_t>::max(),
+        std::numeric_limits<std::uint64_t>::max(),
+        std::uint64_t{0},
+        true,
+        false,
+        nullptr,
+        json::array({std::numeric_limits<std::int64_t>::min(), true, nullptr, -0.0, 1e300}),
+        json::object({{"tick", 1234567}, {"ok", false}, {"none", nullptr}}),
+        json(json::value_t::discarded),
+    };
+    for (const json& value : values) EXPECT_EQ(dump_json(value), value.dump());
 }
 
 TEST(JsonCodec, ParsesToTheSameValuesAndTypesAsNlohmann) {

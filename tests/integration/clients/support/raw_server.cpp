@@ -19,6 +19,7 @@ struct RawServer::Impl {
     std::thread thread;
     mutable std::mutex mutex;
     std::vector<std::string> requests;
+    std::vector<std::string> heads;
     std::vector<std::shared_ptr<tcp::socket>> held;
     std::vector<std::thread> workers;
     std::atomic<bool> stopping{false};
@@ -37,8 +38,11 @@ struct RawServer::Impl {
     void handle(std::shared_ptr<tcp::socket> socket) {
         asio::streambuf buffer;
         boost::system::error_code ec;
-        asio::read_until(*socket, buffer, "\r\n\r\n", ec);
+        const std::size_t head_size = asio::read_until(*socket, buffer, "\r\n\r\n", ec);
         if (ec) return;
+        std::string head(
+            asio::buffers_begin(buffer.data()),
+            asio::buffers_begin(buffer.data()) + static_cast<std::ptrdiff_t>(head_size));
         std::istream stream(&buffer);
         std::string line;
         std::getline(stream, line);
@@ -46,6 +50,7 @@ struct RawServer::Impl {
         {
             std::lock_guard lock(mutex);
             requests.push_back(line);
+            heads.push_back(std::move(head));
         }
         auto reply = script(line);
         asio::write(*socket, asio::buffer(reply.bytes), ec);
@@ -96,6 +101,11 @@ std::string RawServer::url() const {
 std::vector<std::string> RawServer::requests() const {
     std::lock_guard lock(impl_->mutex);
     return impl_->requests;
+}
+
+std::vector<std::string> RawServer::heads() const {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->heads;
 }
 
 std::string RawServer::json_response(const std::string& body) {

@@ -30,6 +30,8 @@ class RawServer {
 
     std::string url() const;
     std::vector<std::string> requests() const;
+    // Each request's whole head: the request line and headers, up to the blank line.
+    std::vector<std::string> heads() const;
 
     static std::string json_response(const std::string& body);
     static std::string chunked_head();
