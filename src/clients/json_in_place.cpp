@@ -7,12 +7,14 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <utility>
 
 #include "clients/json_codec.hpp"
@@ -97,6 +99,23 @@ struct ValuePlace {
     std::string_view top;   // the object's key above the value
     std::string_view meta;  // under "metadata": the metadata's key above the value
 };
+
+void add_key(std::vector<std::string>& keys, std::string_view key) {
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.emplace_back(key);
+}
+
+// A change of a value in a frame at `level` (1: the object's own keys), under the object's key
+// `top` (and, under "metadata", the metadata's key `meta`).
+void note_change(InPlaceChanges& changes, int level, std::string_view top, std::string_view meta) {
+    if (level == 0) {  // the object itself, replaced
+        add_key(changes.top, "*");
+        add_key(changes.metadata, "*");
+        return;
+    }
+    add_key(changes.top, top);
+    if (top != "metadata") return;
+    add_key(changes.metadata, level == 1 ? std::string_view("*") : meta);  // 1: replaced whole
+}
 
 // Boost.JSON's parser handler: walks the tree beside the text, changing only what differs, and
 // logs each change so that a failure can undo them all. Either the whole event (its "object"
@@ -346,36 +365,21 @@ class InPlaceBuilder : public JsonPieces {
         }
     }
 
-    void add(std::vector<std::string>& keys, const std::string& key) {
-        if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
-    }
-
     // A change inside the walk's current frame.
     void note_change(const Frame& frame) {
-        if (frame.level == 0) {  // the object itself, replaced
-            add(journal_.changes.top, "*");
-            add(journal_.changes.metadata, "*");
-            return;
-        }
-        add(journal_.changes.top, top_key_);
-        if (top_key_ != "metadata") return;
-        if (frame.level == 1) {
-            add(journal_.changes.metadata, "*");  // the metadata, replaced as a whole
-        } else {
-            add(journal_.changes.metadata, meta_key_);
-        }
+        clients::note_change(journal_.changes, frame.level, top_key_, meta_key_);
     }
 
     // A key erased (or emptied) from the frame's object.
     void note_erased(const Frame& frame, const std::string& key) {
         if (frame.level == 1) {
-            add(journal_.changes.top, key);
-            if (key == "metadata") add(journal_.changes.metadata, "*");
+            add_key(journal_.changes.top, key);
+            if (key == "metadata") add_key(journal_.changes.metadata, "*");
             return;
         }
-        add(journal_.changes.top, top_key_);
+        add_key(journal_.changes.top, top_key_);
         if (top_key_ != "metadata") return;
-        add(journal_.changes.metadata, frame.level == 2 ? key : meta_key_);
+        add_key(journal_.changes.metadata, frame.level == 2 ? key : meta_key_);
     }
 
     Journal& journal_;
@@ -583,6 +587,7 @@ class Lockstep {
             if (kind == '[' && node.is_array())
                 return walk_array(node.get_ref<json::array_t&>(), inner);
         }
+        if (assigned_plain_scalar(node, place)) return true;
         const std::size_t old_end = old_end_;
         bj::basic_parser<InPlaceBuilder> parser(JsonPieces::options(), journal_, node, kept_top_,
                                                 kept_meta_, place);
@@ -595,6 +600,51 @@ class Lockstep {
                            new_spans_);
         o_ = old_end;
         n_ += used;
+        return true;
+    }
+
+    // A changed string of printable ASCII without escapes, or a changed integer of up to 18
+    // digits, assigned to its node here as the parser would (a timer's echo changes a few such
+    // values: a parser made for each, with its handler's stacks, cost most of their walk); any
+    // other value is left to the parser (false).
+    bool assigned_plain_scalar(json& node, const ValuePlace& place) {
+        std::size_t end = n_;
+        json value;
+        if (new_[n_] == '"') {
+            for (++end; end < new_.size(); ++end) {
+                const auto c = static_cast<unsigned char>(new_[end]);
+                if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) break;
+            }
+            if (end >= new_.size() || new_[end] != '"') return false;
+            const std::string_view text = new_.substr(n_ + 1, end - n_ - 1);
+            ++end;
+            const auto* current = node.get_ptr<const json::string_t*>();
+            if (!current || *current != text) value = json(std::string(text));
+        } else {
+            const bool negative = new_[n_] == '-';
+            const std::size_t digits = n_ + (negative ? 1 : 0);
+            end = digits;
+            while (end < new_.size() && new_[end] >= '0' && new_[end] <= '9') ++end;
+            const std::size_t count = end - digits;
+            // No leading zeros ("-0" and "01" are the parser's), no fraction or exponent.
+            if (count == 0 || count > 18 || (new_[digits] == '0' && (count > 1 || negative)))
+                return false;
+            if (end < new_.size() && (new_[end] == '.' || new_[end] == 'e' || new_[end] == 'E'))
+                return false;
+            std::int64_t number = 0;
+            std::from_chars(new_.data() + digits, new_.data() + end, number);
+            value = JsonPieces::integer(negative ? -number : number);
+            if (same_scalar(node, value)) value = json();
+        }
+        if (!value.is_null()) {
+            json* const slot = &node;
+            journal_.undo.push_back(
+                Undo{.op = Op::assigned, .node = slot, .old = std::move(*slot)});
+            *slot = std::move(value);
+            note_change(journal_.changes, place.level, place.top, place.meta);
+        }
+        o_ = old_end_;
+        n_ = end;
         return true;
     }
 

@@ -37,6 +37,12 @@ class JsonPieces {
         return {};
     }
 
+    // nlohmann keeps non-negative integers as unsigned: so do these parsers, so that values
+    // compare and report their types alike whichever parser read them.
+    static json integer(std::int64_t i) {
+        return i >= 0 ? json(static_cast<std::uint64_t>(i)) : json(i);
+    }
+
     constexpr static std::size_t max_object_size = std::size_t(-1);
     constexpr static std::size_t max_array_size = std::size_t(-1);
     constexpr static std::size_t max_key_size = std::size_t(-1);
@@ -64,11 +70,6 @@ class JsonPieces {
     bool on_comment(boost::json::string_view, boost::json::error_code&) { return true; }
 
   protected:
-    // nlohmann keeps non-negative integers as unsigned: so do these parsers, so that values
-    // compare and report their types alike whichever parser read them.
-    static json integer(std::int64_t i) {
-        return i >= 0 ? json(static_cast<std::uint64_t>(i)) : json(i);
-    }
     // The double whose last piece of text is `s`, as nlohmann reads it (exact_double()); out of
     // range: nullopt and `error` set.
     std::optional<double> take_double(boost::json::string_view s, double parsed,

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstdint>
+#include <limits>
 #include <random>
 #include <string_view>
 
@@ -19,6 +21,27 @@ constexpr std::array<std::string_view, 2> kKeptMeta{"annotations", "labels"};
 
 std::string line_of(const std::string& object_text) {
     return R"({"type":"MODIFIED","object":)" + object_text + "}";
+}
+
+// The two trees hold the same values of the same types (nlohmann's == and dump() take 1 and 1u
+// for the same; a parse that made one where the other made the other would pass them).
+bool same_typed_tree(const json& a, const json& b) {
+    if (a.type() != b.type()) return false;
+    if (a.is_object()) {
+        if (a.size() != b.size()) return false;
+        for (auto it = a.begin(), other = b.begin(); it != a.end(); ++it, ++other) {
+            if (it.key() != other.key() || !same_typed_tree(*it, *other)) return false;
+        }
+        return true;
+    }
+    if (a.is_array()) {
+        if (a.size() != b.size()) return false;
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            if (!same_typed_tree(a[i], b[i])) return false;
+        }
+        return true;
+    }
+    return a.dump() == b.dump();
 }
 
 InPlaceChanges parse_into(const std::string& object_text, json& target) {
@@ -47,7 +70,22 @@ class Documents {
                 return std::array<const char*, 4>{"", "a", "quote \" and \\ \u00e9",
                                                   "a long string over sixteen bytes"}[pick(4)];
             case 6:
-                return 18446744073709551615ULL;
+                // Integers of every length, the limits of each type among them.
+                switch (pick(6)) {
+                    case 0:
+                        return 18446744073709551615ULL;
+                    case 1:
+                        return std::numeric_limits<std::int64_t>::min();
+                    case 2:
+                        return std::numeric_limits<std::int64_t>::max();
+                    case 3:
+                        return -999'999'999'999'999'999LL;  // the longest read without a parser
+                    default:
+                        return std::uniform_int_distribution<std::int64_t>(
+                                   -1'000'000'000'000'000'000LL,
+                                   1'000'000'000'000'000'000LL)(random_) /
+                               (std::int64_t{1} << pick(60));
+                }
             case 7: {
                 json array = json::array();
                 for (int i = pick(4); i > 0; --i) array.push_back(make(depth + 1));
@@ -266,6 +304,8 @@ TEST(JsonInPlaceRemembered, TheTreeAndTheChangesAreAWholeParsesWhateverChanged) 
         const auto changes = parse_event_object_in_place(line_of(after_text), walked, kKeptTop,
                                                          kKeptMeta, &remembered);
         ASSERT_EQ(walked.dump(), whole.dump())
+            << "before: " << before_text << "\nafter: " << after_text;
+        ASSERT_TRUE(same_typed_tree(walked, whole))
             << "before: " << before_text << "\nafter: " << after_text;
         EXPECT_EQ(remembered.text, after_text);
         // Where its objects and arrays are, carried over from the text before: as if found anew.
