@@ -54,6 +54,4 @@ phase ctest --preset tsan
 
 phase cmake --preset asan
 phase cmake --build --preset asan
-# Four tests at a time on two cores (the preset's jobs): most of them wait on the servers and
-# operator processes they start; the run takes a little over half as long as two at a time.
 ctest --preset asan
