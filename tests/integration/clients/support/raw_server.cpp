@@ -18,7 +18,6 @@ struct RawServer::Impl {
     tcp::acceptor acceptor{io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
     std::thread thread;
     mutable std::mutex mutex;
-    std::vector<std::string> requests;
     std::vector<std::string> heads;
     std::vector<std::shared_ptr<tcp::socket>> held;
     std::vector<std::thread> workers;
@@ -49,7 +48,6 @@ struct RawServer::Impl {
         if (!line.empty() && line.back() == '\r') line.pop_back();
         {
             std::lock_guard lock(mutex);
-            requests.push_back(line);
             heads.push_back(std::move(head));
         }
         auto reply = script(line);
@@ -99,8 +97,9 @@ std::string RawServer::url() const {
 }
 
 std::vector<std::string> RawServer::requests() const {
-    std::lock_guard lock(impl_->mutex);
-    return impl_->requests;
+    std::vector<std::string> lines;
+    for (const auto& head : heads()) lines.push_back(head.substr(0, head.find("\r\n")));
+    return lines;
 }
 
 std::vector<std::string> RawServer::heads() const {
