@@ -609,7 +609,7 @@ class Lockstep {
     // other value is left to the parser (false).
     bool assigned_plain_scalar(json& node, const ValuePlace& place) {
         std::size_t end = n_;
-        json value;
+        std::optional<json> value;  // none: the node holds it already
         if (new_[n_] == '"') {
             for (++end; end < new_.size(); ++end) {
                 const auto c = static_cast<unsigned char>(new_[end]);
@@ -619,7 +619,7 @@ class Lockstep {
             const std::string_view text = new_.substr(n_ + 1, end - n_ - 1);
             ++end;
             const auto* current = node.get_ptr<const json::string_t*>();
-            if (!current || *current != text) value = json(std::string(text));
+            if (!current || *current != text) value.emplace(std::string(text));
         } else {
             const bool negative = new_[n_] == '-';
             const std::size_t digits = n_ + (negative ? 1 : 0);
@@ -633,14 +633,14 @@ class Lockstep {
                 return false;
             std::int64_t number = 0;
             std::from_chars(new_.data() + digits, new_.data() + end, number);
-            value = JsonPieces::integer(negative ? -number : number);
-            if (same_scalar(node, value)) value = json();
+            json parsed = JsonPieces::integer(negative ? -number : number);
+            if (!same_scalar(node, parsed)) value = std::move(parsed);
         }
-        if (!value.is_null()) {
+        if (value) {
             json* const slot = &node;
             journal_.undo.push_back(
                 Undo{.op = Op::assigned, .node = slot, .old = std::move(*slot)});
-            *slot = std::move(value);
+            *slot = std::move(*value);
             note_change(journal_.changes, place.level, place.top, place.meta);
         }
         o_ = old_end_;
