@@ -457,8 +457,10 @@ class Chaos : public ::testing::Test {
     // would otherwise finish the phase's work before it.
     void kill_operator_mid_handler(bool another_follows) {
         hold_handlers();
+        // The phase's handlers are held from its start, so one always comes; under a loaded
+        // machine (sanitizers, tests beside it) after a fault's backoffs it can take seconds.
         const bool mid_handler =
-            wait([&] { return read_records(records_).held > held_before_hold_; }, 10s);
+            wait([&] { return read_records(records_).held > held_before_hold_; }, 30s);
         // Let the handlers that passed the hold before it was set finish and record success.
         int done_before = -1;
         wait(
