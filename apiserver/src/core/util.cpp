@@ -144,11 +144,6 @@ std::optional<std::string> base64url_decode(const std::string& data) {
 
 namespace {
 
-// The nesting allowed in request bodies. kube-apiserver allows 10,000 levels; the recursion
-// of copying, pruning and serialising an object that deep overflows a thread's stack under
-// AddressSanitizer, so the limit is the YAML parser's 2,000 (no real object nears either).
-constexpr int kMaxBodyDepth = 2'000;
-
 // The deepest nesting of a JSON text's arrays and objects, stopping past `limit`: a scan that
 // needs no parse, so that nothing recursive ever sees a body nested deeper than that.
 int json_depth(std::string_view text, int limit) {

@@ -12,12 +12,12 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
@@ -30,7 +30,6 @@
 #include <optional>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "api/api_core.hpp"
 #include "net/admission_client.hpp"
@@ -39,6 +38,7 @@
 #include "net/kubeconfig.hpp"
 #include "net/request_head.hpp"
 #include "net/status.hpp"
+#include "net/threads.hpp"
 
 namespace kopf::apiserver {
 namespace {
@@ -199,8 +199,12 @@ struct Server::Impl {
     // the close raced with the loop's is_open() after an accept (found by TSan).
     std::optional<asio::strand<asio::io_context::executor_type>> accept_strand;
     std::unique_ptr<ssl::context> tls_context;
-    std::unique_ptr<asio::thread_pool> handlers;
-    std::vector<std::thread> threads;
+    // Requests that may block run here, on threads of their own (asio::thread_pool's threads
+    // cannot be given a stack size).
+    std::unique_ptr<asio::io_context> handlers;
+    std::optional<asio::executor_work_guard<asio::io_context::executor_type>> handlers_work;
+    std::vector<net::SizedThread> handler_threads;
+    std::vector<net::SizedThread> threads;  // the network threads, running `io`
     std::unique_ptr<ApiCore> core;
 
     net::KeyPair ca;             // signs generated serving and client certificates
@@ -345,16 +349,26 @@ void Server::Impl::start() {
             throw std::runtime_error("cannot write kubeconfig " + options.kubeconfig_out.string());
         }
     }
-    // Nothing below throws: from here on, stop() has threads to end.
     if (options.handler_threads > 0) {
-        handlers = std::make_unique<asio::thread_pool>(options.handler_threads);
+        handlers = std::make_unique<asio::io_context>(options.handler_threads);
+        handlers_work.emplace(handlers->get_executor());
     }
     accept_strand.emplace(asio::make_strand(*io));
     asio::co_spawn(*accept_strand, accept_loop(), asio::detached);
-    for (int i = 0; i < std::max(1, options.threads); ++i) {
-        threads.emplace_back([this] { io->run(); });
+    // Both kinds of thread call core->handle(), which recurses once per level of a body.
+    const std::size_t stack = net::request_thread_stack_bytes();
+    started = true;  // from here on, stop() ends whatever threads have started
+    try {
+        for (int i = 0; i < options.handler_threads; ++i) {
+            handler_threads.emplace_back(stack, [this] { handlers->run(); });
+        }
+        for (int i = 0; i < std::max(1, options.threads); ++i) {
+            threads.emplace_back(stack, [this] { io->run(); });
+        }
+    } catch (...) {
+        stop();
+        throw;
     }
-    started = true;
 }
 
 void Server::Impl::stop() {
@@ -373,7 +387,10 @@ void Server::Impl::stop() {
     io->stop();
     for (auto& thread : threads) thread.join();
     threads.clear();
-    if (handlers) handlers->join();
+    // What the handler threads still run finishes before they end.
+    handlers_work.reset();
+    for (auto& thread : handler_threads) thread.join();
+    handler_threads.clear();
     // The core holds the open watches' channels, whose timers belong to `io`: they go before
     // it (released with the core later, they touched the freed io: a use-after-free at exit).
     if (core) core->drop_watches();

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -133,15 +132,6 @@ json status_of(const HttpResult& result) {
 class HostileInput : public ::testing::Test {
   protected:
     void SetUp() override {
-        // The server's threads recurse once per level of a body (parsing, pruning, writing it
-        // back) up to its depth limit. Optimised, that is a few hundred KB of stack; under
-        // clang's ASan every frame carries redzones and the writer needs ~4 KB per level, more
-        // than the default 8 MB at 1,990 levels. The threads the server starts get 64 MB.
-        pthread_attr_t attributes;
-        ASSERT_EQ(pthread_attr_init(&attributes), 0);
-        ASSERT_EQ(pthread_attr_setstacksize(&attributes, 64 << 20), 0);
-        ASSERT_EQ(pthread_setattr_default_np(&attributes), 0);
-        pthread_attr_destroy(&attributes);
         test = std::make_unique<TestServer>(options());
         auto crd = test->http("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
                               kCrd, "application/json");
