@@ -17,7 +17,7 @@ namespace kopf::apiserver {
 // The nesting allowed in request bodies. kube-apiserver allows 10,000 levels; the recursion
 // of copying, pruning and serialising an object that deep overflows a thread's stack under
 // AddressSanitizer, so the limit is the YAML parser's 2,000 (no real object nears either).
-// The threads that call handle() need a stack for this many levels of that recursion.
+// The threads that call handle() need a stack for this many levels (net/threads.hpp).
 inline constexpr int kMaxBodyDepth = 2'000;
 
 struct CoreOptions {

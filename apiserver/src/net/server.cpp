@@ -356,7 +356,7 @@ void Server::Impl::start() {
     accept_strand.emplace(asio::make_strand(*io));
     asio::co_spawn(*accept_strand, accept_loop(), asio::detached);
     // Both kinds of thread call core->handle(), which recurses once per level of a body.
-    const std::size_t stack = net::request_thread_stack_bytes();
+    const std::size_t stack = net::kRequestThreadStackBytes;
     started = true;  // from here on, stop() ends whatever threads have started
     try {
         for (int i = 0; i < options.handler_threads; ++i) {

@@ -1,21 +1,11 @@
 #include "net/threads.hpp"
 
-#include <pthread.h>
-
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
-#include "api/api_core.hpp"
-
 namespace kopf::apiserver::net {
-
-static_assert(sizeof(pthread_t) == sizeof(unsigned long));
-
-std::size_t request_thread_stack_bytes() {
-    return static_cast<std::size_t>(kMaxBodyDepth) * 32 * 1024;
-}
 
 namespace {
 void* run_body(void* argument) {
@@ -54,7 +44,7 @@ SizedThread::~SizedThread() {
 void SizedThread::join() {
     if (!joinable_) return;
     joinable_ = false;
-    pthread_join(static_cast<pthread_t>(handle_), nullptr);
+    pthread_join(handle_, nullptr);
 }
 
 }  // namespace kopf::apiserver::net

@@ -1,19 +1,23 @@
-// Threads with a stack sized for the deepest body the core accepts (kMaxBodyDepth): the
-// core copies, prunes and writes a body recursively, once per level. Optimised, that needs a
-// few hundred KB at the limit; under clang's AddressSanitizer nlohmann's writer alone needs
-// over 4 KB per level, more than the default 8 MB of a std::thread.
+// Threads with a stack sized for the deepest body the core accepts (see kMaxBodyDepth).
 #pragma once
+
+#include <pthread.h>
 
 #include <cstddef>
 #include <functional>
 
+#include "api/api_core.hpp"
+
 namespace kopf::apiserver::net {
 
-// The stack the server's threads get: 32 KB per level of the deepest accepted body. Only
-// the pages a thread touches are ever resident.
-std::size_t request_thread_stack_bytes();
+// The stack the server's threads get: 32 KB per level of the deepest accepted body (under
+// clang's AddressSanitizer nlohmann's writer alone needs over 4 KB per level, more than the
+// default 8 MB of a std::thread). Only the pages a thread touches are ever resident.
+inline constexpr std::size_t kRequestThreadStackBytes =
+    static_cast<std::size_t>(kMaxBodyDepth) * 32 * 1024;
 
-// A joinable thread with a stack of `stack_bytes` (std::thread cannot set one).
+// A joinable thread with a stack of `stack_bytes` (std::thread cannot set one). Throws,
+// naming the size, when the thread cannot start.
 class SizedThread {
   public:
     SizedThread(std::size_t stack_bytes, std::function<void()> body);
@@ -26,7 +30,7 @@ class SizedThread {
     void join();
 
   private:
-    unsigned long handle_ = 0;  // pthread_t
+    pthread_t handle_{};
     bool joinable_ = false;
 };
 

@@ -1,0 +1,74 @@
+// The server's threads get the stack they ask for, run their body, join on destruction, and a
+// thread that cannot start says which stack size it could not get.
+#include "net/threads.hpp"
+
+#include <gtest/gtest.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using kopf::apiserver::net::kRequestThreadStackBytes;
+using kopf::apiserver::net::SizedThread;
+
+std::size_t own_stack_size() {
+    pthread_attr_t attributes;
+    if (pthread_getattr_np(pthread_self(), &attributes) != 0) return 0;
+    std::size_t size = 0;
+    pthread_attr_getstacksize(&attributes, &size);
+    pthread_attr_destroy(&attributes);
+    return size;
+}
+
+std::string start_failure(std::size_t stack_bytes) {
+    try {
+        SizedThread thread(stack_bytes, [] {});
+    } catch (const std::runtime_error& error) {
+        return error.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST(SizedThread, RunsItsBodyOnAStackOfTheRequestedSizeAndJoinsWhenDestroyed) {
+    std::atomic<std::size_t> seen{0};
+    std::vector<int> captured(1'000, 7);  // heap state the body owns until it has run
+    {
+        SizedThread thread(kRequestThreadStackBytes, [&seen, captured] {
+            if (captured.size() == 1'000 && captured.back() == 7) seen = own_stack_size();
+        });
+    }  // the destructor joins: the body has finished here
+    EXPECT_GE(seen.load(), kRequestThreadStackBytes);
+    EXPECT_EQ(kRequestThreadStackBytes, std::size_t{2'000} * 32 * 1024);
+}
+
+TEST(SizedThread, MovedThreadIsJoinedOnceByItsNewOwner) {
+    std::atomic<int> runs{0};
+    std::vector<SizedThread> threads;
+    for (int i = 0; i < 4; ++i) threads.emplace_back(256 * 1024, [&runs] { ++runs; });
+    for (auto& thread : threads) thread.join();
+    threads.clear();  // joined already: destroying them does not join again
+    EXPECT_EQ(runs.load(), 4);
+}
+
+TEST(SizedThread, AStackTooSmallToStartNamesItsSize) {
+    const std::string message = start_failure(1);
+    EXPECT_NE(message.find("cannot start a server thread with a stack of 1 bytes"),
+              std::string::npos)
+        << message;
+}
+
+TEST(SizedThread, AStackTooLargeToReserveNamesItsSize) {
+    const std::size_t impossible = SIZE_MAX / 2;
+    const std::string message = start_failure(impossible);
+    EXPECT_NE(message.find("a stack of " + std::to_string(impossible) + " bytes: "),
+              std::string::npos)
+        << message;
+}
