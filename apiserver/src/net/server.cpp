@@ -38,7 +38,7 @@
 #include "net/kubeconfig.hpp"
 #include "net/request_head.hpp"
 #include "net/status.hpp"
-#include "net/threads.hpp"
+#include "util/threads.hpp"
 
 namespace kopf::apiserver {
 namespace {
@@ -203,8 +203,8 @@ struct Server::Impl {
     // cannot be given a stack size).
     std::unique_ptr<asio::io_context> handlers;
     std::optional<asio::executor_work_guard<asio::io_context::executor_type>> handlers_work;
-    std::vector<net::SizedThread> handler_threads;
-    std::vector<net::SizedThread> threads;  // the network threads, running `io`
+    std::vector<SizedThread> handler_threads;
+    std::vector<SizedThread> threads;  // the network threads, running `io`
     std::unique_ptr<ApiCore> core;
 
     net::KeyPair ca;             // signs generated serving and client certificates
@@ -356,7 +356,7 @@ void Server::Impl::start() {
     accept_strand.emplace(asio::make_strand(*io));
     asio::co_spawn(*accept_strand, accept_loop(), asio::detached);
     // Both kinds of thread call core->handle(), which recurses once per level of a body.
-    const std::size_t stack = net::kRequestThreadStackBytes;
+    const std::size_t stack = kRequestThreadStackBytes;
     started = true;  // from here on, stop() ends whatever threads have started
     try {
         for (int i = 0; i < options.handler_threads; ++i) {

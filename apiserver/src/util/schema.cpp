@@ -6,7 +6,6 @@
 #include "util/schema.hpp"
 
 #include <arpa/inet.h>
-#include <pthread.h>
 
 #include <algorithm>
 #include <climits>
@@ -17,8 +16,10 @@
 #include <mutex>
 #include <regex>
 #include <set>
+#include <stdexcept>
 
 #include "util/go_format.hpp"
+#include "util/threads.hpp"
 #include "util/validation.hpp"
 
 namespace kopf::apiserver {
@@ -198,14 +199,12 @@ struct RegexJob {
     bool matched = true;
 };
 
-void* run_regex_job(void* argument) {
-    auto* job = static_cast<RegexJob*>(argument);
+void run_regex_job(RegexJob& job) {
     try {
-        job->matched = std::regex_search(*job->text, *job->regex);
+        job.matched = std::regex_search(*job.text, *job.regex);
     } catch (const std::regex_error&) {
-        job->matched = true;  // the engine gave up: do not reject the value for that
+        job.matched = true;  // the engine gave up: do not reject the value for that
     }
-    return nullptr;
 }
 
 bool pattern_matches(const std::regex& regex, const std::string& text) {
@@ -213,18 +212,15 @@ bool pattern_matches(const std::regex& regex, const std::string& text) {
     constexpr std::size_t kCheckedLimit = 1 << 20;
     RegexJob job{&regex, &text};
     if (text.size() <= kInlineLimit) {
-        run_regex_job(&job);
+        run_regex_job(job);
         return job.matched;
     }
     if (text.size() > kCheckedLimit) return true;
-    pthread_attr_t attributes;
-    if (pthread_attr_init(&attributes) != 0) return true;
-    pthread_attr_setstacksize(&attributes, (16u << 20) + text.size() * 4096);
-    pthread_t thread;
-    const bool started = pthread_create(&thread, &attributes, run_regex_job, &job) == 0;
-    pthread_attr_destroy(&attributes);
-    if (!started) return true;
-    pthread_join(thread, nullptr);
+    try {
+        SizedThread thread((16u << 20) + text.size() * 4096, [&job] { run_regex_job(job); });
+    } catch (const std::runtime_error&) {
+        return true;  // no thread to match on: the value is not rejected for that
+    }                 // joined: the match has finished
     return job.matched;
 }
 

@@ -1,4 +1,5 @@
-// Threads with a stack sized for the deepest body the core accepts (see kMaxBodyDepth).
+// A joinable thread with a stack of a chosen size, for work that recurses deeply: the
+// server's request threads (kRequestThreadStackBytes) and long regex matches.
 #pragma once
 
 #include <pthread.h>
@@ -6,15 +7,7 @@
 #include <cstddef>
 #include <functional>
 
-#include "api/api_core.hpp"
-
-namespace kopf::apiserver::net {
-
-// The stack the server's threads get: 32 KB per level of the deepest accepted body (under
-// clang's AddressSanitizer nlohmann's writer alone needs over 4 KB per level, more than the
-// default 8 MB of a std::thread). Only the pages a thread touches are ever resident.
-inline constexpr std::size_t kRequestThreadStackBytes =
-    static_cast<std::size_t>(kMaxBodyDepth) * 32 * 1024;
+namespace kopf::apiserver {
 
 // A joinable thread with a stack of `stack_bytes` (std::thread cannot set one). Throws,
 // naming the size, when the thread cannot start.
@@ -34,4 +27,4 @@ class SizedThread {
     bool joinable_ = false;
 };
 
-}  // namespace kopf::apiserver::net
+}  // namespace kopf::apiserver

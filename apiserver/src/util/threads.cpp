@@ -1,11 +1,11 @@
-#include "net/threads.hpp"
+#include "util/threads.hpp"
 
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
-namespace kopf::apiserver::net {
+namespace kopf::apiserver {
 
 namespace {
 void* run_body(void* argument) {
@@ -24,7 +24,7 @@ SizedThread::SizedThread(std::size_t stack_bytes, std::function<void()> body) {
     if (error == 0) error = pthread_create(&thread, &attributes, run_body, owned.get());
     pthread_attr_destroy(&attributes);
     if (error != 0) {
-        throw std::runtime_error("cannot start a server thread with a stack of " +
+        throw std::runtime_error("cannot start a thread with a stack of " +
                                  std::to_string(stack_bytes) + " bytes: " + std::strerror(error));
     }
     static_cast<void>(owned.release());  // the thread owns it now
@@ -47,4 +47,4 @@ void SizedThread::join() {
     pthread_join(handle_, nullptr);
 }
 
-}  // namespace kopf::apiserver::net
+}  // namespace kopf::apiserver
