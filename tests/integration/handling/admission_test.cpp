@@ -441,7 +441,9 @@ TEST_F(AdmissionHandling, RotatedCertificateFilesAreServedWithoutARestart) {
     auto ca_bundle = [&]() -> std::string {
         try {
             const json configuration = request("GET", kValidatingConfigs + "auto.kopf.dev");
-            return configuration["webhooks"].at(0)["clientConfig"].value("caBundle", "");
+            // at(): before the operator has made it, the answer is a 404 Status without
+            // "webhooks" (a const operator[] on a missing key aborts instead of throwing).
+            return configuration.at("webhooks").at(0).at("clientConfig").value("caBundle", "");
         } catch (const std::exception&) {
             return "";
         }
