@@ -15,12 +15,33 @@ const json& null_json() {
     static const json null;
     return null;
 }
-const json& sub_or_empty(const json& body, std::initializer_list<std::string_view> path) {
+const json* sub_or_empty(const json& body, std::initializer_list<std::string_view> path) {
     const json* v = dicts::resolve(body, path);
-    return v ? *v : empty_object();
+    return v ? v : &empty_object();
+}
+
+std::string_view string_or_empty(const json& object, const char* key) {
+    const auto found = object.find(key);
+    return found != object.end() && found->is_string()
+               ? std::string_view(found->get_ref<const std::string&>())
+               : std::string_view();
 }
 
 }  // namespace
+
+BodyViews body_views(const json& body) {
+    const json* meta = sub_or_empty(body, {"metadata"});
+    return BodyViews{
+        .meta = meta,
+        .spec = sub_or_empty(body, {"spec"}),
+        .status = sub_or_empty(body, {"status"}),
+        .labels = sub_or_empty(*meta, {"labels"}),
+        .annotations = sub_or_empty(*meta, {"annotations"}),
+        .name = string_or_empty(*meta, "name"),
+        .namespace_ = string_or_empty(*meta, "namespace"),
+        .uid = string_or_empty(*meta, "uid"),
+    };
+}
 
 Context make_context(InvocationEnv& env, const ChangingHandler& handler, const HandlerState& state,
                      HandlerScope* scope, FieldValues& field_values) {
@@ -39,22 +60,17 @@ Context make_context(InvocationEnv& env, const ChangingHandler& handler, const H
         new_ = &field_values.new_;
         diff = &field_values.diff;
     }
-    const json& meta = sub_or_empty(body, {"metadata"});
-    auto meta_string = [&meta](const char* key) {
-        const auto found = meta.find(key);
-        return found != meta.end() && found->is_string() ? found->get<std::string>()
-                                                         : std::string();
-    };
+    const BodyViews views = env.views ? *env.views : body_views(body);
     return Context{
         .body = body,
-        .meta = meta,
-        .spec = sub_or_empty(body, {"spec"}),
-        .status = sub_or_empty(body, {"status"}),
-        .labels = sub_or_empty(meta, {"labels"}),
-        .annotations = sub_or_empty(meta, {"annotations"}),
-        .name = meta_string("name"),
-        .namespace_ = meta_string("namespace"),
-        .uid = meta_string("uid"),
+        .meta = *views.meta,
+        .spec = *views.spec,
+        .status = *views.status,
+        .labels = *views.labels,
+        .annotations = *views.annotations,
+        .name = std::string(views.name),
+        .namespace_ = std::string(views.namespace_),
+        .uid = std::string(views.uid),
         .patch = env.patch,
         .logger = env.logger,
         .memo = env.memo,

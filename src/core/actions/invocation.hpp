@@ -40,6 +40,20 @@ struct HandlerScope {
 
 namespace kopf::actions {
 
+/// The parts of a body that a context refers to: nodes of the body (an empty object where it
+/// has none) and views into its identity strings. Valid while the body is not changed.
+struct BodyViews {
+    const json* meta;
+    const json* spec;
+    const json* status;
+    const json* labels;
+    const json* annotations;
+    std::string_view name;
+    std::string_view namespace_;
+    std::string_view uid;
+};
+BodyViews body_views(const json& body);
+
 /// Everything a handler invocation needs besides the handler itself.
 struct InvocationEnv {
     const OperatorSettings& settings;
@@ -60,6 +74,9 @@ struct InvocationEnv {
     Indices indices{};                        ///< for ctx.index()
     std::shared_ptr<Logger> shared_logger{};  ///< `logger`, owned: for ctx.logger_ptr
     HandlerMeter* meter = nullptr;            ///< the operator's metrics; none when off
+    /// body_views(body), if kept beside the body (daemons and timers: a timer's body is out of
+    /// the caches by its next tick, and finding the views took a tenth of a tick); else found.
+    const BodyViews* views = nullptr;
     bool spawning() const { return std::string_view(kind) != "Handler"; }
 };
 

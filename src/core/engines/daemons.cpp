@@ -450,6 +450,7 @@ actions::InvocationEnv invocation_env(Daemon& d) {
     env.stopped = DaemonStopped(d.shared_flag());
     env.indices = d.core->indices;
     env.shared_logger = d.memory->logger;
+    if (!d.on_threads()) env.views = &d.memory->live_views();
     return env;
 }
 
@@ -866,6 +867,7 @@ void DaemonsMemory::refresh(const json& body) {
 
 void DaemonsMemory::refreshed() {
     stale_ = false;
+    live_views_ = actions::body_views(live_);
     // Daemons on threads take their copies from a snapshot of their own.
     std::shared_ptr<const json> fresh =
         threaded > 0 ? std::make_shared<const json>(live_) : nullptr;
@@ -988,7 +990,10 @@ bool DaemonsEngine::adopt_line(DaemonsMemory& memory, std::string_view line) con
         changes = clients::parse_event_object_in_place(line, memory.live_, BODY_VIEWS, META_VIEWS,
                                                        &memory.live_text_);
     } catch (const std::invalid_argument&) {
-        return false;  // the views as they were; the event's own reading reports it
+        // The views as they were (the nodes put back, maybe not their strings' buffers); the
+        // event's own reading reports it.
+        memory.live_views_ = actions::body_views(memory.live_);
+        return false;
     }
     // The parse empties the views rather than erasing them; only a metadata (or object)
     // replaced as a whole can lose some, and that always decides.

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "clients/json_in_place.hpp"
+#include "core/actions/invocation.hpp"
 #include "core/actions/metering.hpp"
 #include "core/actions/progression.hpp"
 
@@ -79,6 +80,9 @@ class DaemonsMemory {
     std::pair<std::shared_ptr<const json>, unsigned long> body();
     /// The views that coroutines bind to: the latest body, its nodes kept in place. On the loop.
     const json& live() const { return live_; }
+    /// body_views(live()), found again whenever it changes (on the loop, while it is in the
+    /// caches), for the contexts of coroutines and timers.
+    const actions::BodyViews& live_views() const { return live_views_; }
 
     const std::shared_ptr<const Resource> resource;
     const std::shared_ptr<Memo> memo;
@@ -98,6 +102,7 @@ class DaemonsMemory {
     void refreshed();    // after the views changed: daemons on threads get a new snapshot
     bool stale_ = true;  // the views miss events (no daemon ran): refreshed before a spawn
     json live_ = json::object();
+    actions::BodyViews live_views_ = actions::body_views(live_);
     // The object's text as last parsed into the views (adopt_line), so that the next echo's
     // unchanged values are passed over; empty once the views are changed otherwise.
     clients::RememberedText live_text_;

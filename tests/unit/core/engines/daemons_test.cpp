@@ -880,5 +880,52 @@ TEST(DaemonsAdoption, ViewsThatContextsReferToAreRefreshedInPlace) {
     EXPECT_EQ(*seen, (std::vector<std::string>{"daemon one", "timer y", "daemon two"}));
 }
 
+// A timer's context takes the body's parts and identity from views kept beside the body, found
+// again after each change: after an adopted echo, after a processing, and after a malformed
+// echo that was parsed halfway (its new uid, longer than a short string, was put back).
+TEST(DaemonsAdoption, ATimersContextSeesTheIdentityAndPartsOfTheLatestBody) {
+    DaemonsBed bed;
+    bed.body = rich_body("first");
+    const std::string long_uid = "5f0e7c1a-uid-long-enough-to-live-on-the-heap-";
+    bed.body["metadata"]["uid"] = long_uid + "1";
+    auto seen = std::make_shared<std::vector<json>>();
+    on::timer t(bed.registry, "kopfexamples", {.id = "t", .interval = 1.0},
+                [seen](Context& ctx) -> Task<void> {
+                    seen->push_back({ctx.name, ctx.namespace_, ctx.uid,
+                                     ctx.meta.value("resourceVersion", ""),
+                                     ctx.status.value("phase", ""), ctx.labels, deepest(ctx.spec)});
+                    co_return;
+                });
+    bed.start();
+    bed.event("");
+    bed.run_until(0.5);
+    bed.body["metadata"]["uid"] = long_uid + "2";
+    bed.body["metadata"]["resourceVersion"] = "101";
+    bed.body["status"]["phase"] = "two";
+    EXPECT_TRUE(adopt(bed));
+    bed.run_until(1.5);
+    bed.body["metadata"]["labels"]["somelabel"] = "changed";  // decided on: processed
+    bed.body["spec"] = rich_body("second")["spec"];
+    EXPECT_FALSE(adopt(bed));
+    bed.event();
+    bed.run_until(2.5);
+    json halfway = bed.body;
+    halfway["metadata"]["uid"] = long_uid + "3";
+    const std::string text = R"({"type":"MODIFIED","object":)" + halfway.dump() + "}";
+    const std::string broken = text.substr(0, text.find(R"("spec":)") + 9);
+    EXPECT_FALSE(bed.engine->adopt_line(*bed.memory.daemons, broken));
+    bed.run_until(3.5);
+    ASSERT_EQ(seen->size(), 4u);
+    const json first_labels = {{"somelabel", "somevalue"}};
+    const json changed_labels = {{"somelabel", "changed"}};
+    EXPECT_EQ((*seen)[0], json({"kopf-example-1", "default", long_uid + "1", "100", "",
+                                first_labels, "first"}));
+    EXPECT_EQ((*seen)[1], json({"kopf-example-1", "default", long_uid + "2", "101", "two",
+                                first_labels, "first"}));
+    EXPECT_EQ((*seen)[2], json({"kopf-example-1", "default", long_uid + "2", "101", "two",
+                                changed_labels, "second"}));
+    EXPECT_EQ((*seen)[3], (*seen)[2]);
+}
+
 }  // namespace
 }  // namespace kopf::testing
