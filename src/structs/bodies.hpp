@@ -11,14 +11,19 @@
 
 namespace kopf::structs {
 
+// The string at object.<key>, or null when there is none (or `object` is not an object).
+inline const std::string* string_member(const json& object, const char* key) {
+    if (!object.is_object()) return nullptr;
+    auto value = object.find(key);
+    return value != object.end() && value->is_string() ? value->get_ptr<const std::string*>()
+                                                       : nullptr;
+}
+
 // The string at metadata.<field>, or null when there is none.
 inline const std::string* metadata_string(const json& body, const char* field) {
     if (!body.is_object()) return nullptr;
     auto meta = body.find("metadata");
-    if (meta == body.end() || !meta->is_object()) return nullptr;
-    auto value = meta->find(field);
-    return value != meta->end() && value->is_string() ? value->get_ptr<const std::string*>()
-                                                      : nullptr;
+    return meta == body.end() ? nullptr : string_member(*meta, field);
 }
 
 inline std::string metadata_field(const json& body, const char* field) {

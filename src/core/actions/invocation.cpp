@@ -1,6 +1,7 @@
 #include "core/actions/invocation.hpp"
 
 #include "core/intents/matching.hpp"
+#include "structs/bodies.hpp"
 #include "structs/dicts.hpp"
 
 namespace kopf::actions {
@@ -21,10 +22,8 @@ const json* sub_or_empty(const json& body, std::initializer_list<std::string_vie
 }
 
 std::string_view string_or_empty(const json& object, const char* key) {
-    const auto found = object.find(key);
-    return found != object.end() && found->is_string()
-               ? std::string_view(found->get_ref<const std::string&>())
-               : std::string_view();
+    const std::string* value = structs::string_member(object, key);
+    return value ? std::string_view(*value) : std::string_view();
 }
 
 }  // namespace

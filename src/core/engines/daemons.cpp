@@ -990,9 +990,8 @@ bool DaemonsEngine::adopt_line(DaemonsMemory& memory, std::string_view line) con
         changes = clients::parse_event_object_in_place(line, memory.live_, BODY_VIEWS, META_VIEWS,
                                                        &memory.live_text_);
     } catch (const std::invalid_argument&) {
-        // The views as they were (the nodes put back, maybe not their strings' buffers); the
-        // event's own reading reports it.
-        memory.live_views_ = actions::body_views(memory.live_);
+        // The views as they were: the rollback puts back the very nodes and strings, so the
+        // kept views (live_views_) still point at them. The event's own reading reports it.
         return false;
     }
     // The parse empties the views rather than erasing them; only a metadata (or object)

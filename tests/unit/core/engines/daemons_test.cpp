@@ -881,8 +881,9 @@ TEST(DaemonsAdoption, ViewsThatContextsReferToAreRefreshedInPlace) {
 }
 
 // A timer's context takes the body's parts and identity from views kept beside the body, found
-// again after each change: after an adopted echo, after a processing, and after a malformed
-// echo that was parsed halfway (its new uid, longer than a short string, was put back).
+// again after each change: after an adopted echo and after a processing; a malformed echo
+// parsed halfway (its new uid, longer than a short string, is rolled back) leaves the kept
+// views valid (a dangling one would show here, and under AddressSanitizer).
 TEST(DaemonsAdoption, ATimersContextSeesTheIdentityAndPartsOfTheLatestBody) {
     DaemonsBed bed;
     bed.body = rich_body("first");
