@@ -479,7 +479,9 @@ void add_containers(std::string_view text, std::size_t base, std::size_t depth, 
 }
 
 // The object's text in a line as API servers write them, `{"type":"...","object":{...}}`;
-// empty for any other form (the text is not checked here: it is what the parse reads).
+// empty for any other form. The object's text is not checked here (it is what the walk reads);
+// the type, which nothing reads after this, must be printable ASCII, or the whole line's parse
+// is the one to refuse it (invalid UTF-8, a control character).
 std::string_view object_text_of(std::string_view line) {
     constexpr std::string_view type_key = R"({"type":")";
     constexpr std::string_view object_key = R"(","object":)";
@@ -488,6 +490,10 @@ std::string_view object_text_of(std::string_view line) {
     if (type_end == std::string_view::npos || line[type_end] != '"' ||
         line.compare(type_end, object_key.size(), object_key) != 0)
         return {};
+    for (std::size_t i = type_key.size(); i < type_end; ++i) {
+        const auto c = static_cast<unsigned char>(line[i]);
+        if (c < 0x20 || c >= 0x7f) return {};
+    }
     std::size_t begin = skip_spaces(line, type_end + object_key.size());
     std::size_t end = line.size();
     while (end > begin && is_json_space(line[end - 1])) --end;

@@ -370,6 +370,14 @@ TEST(JsonInPlaceRemembered, AMalformedLineLeavesTheTreeAndTheTextAsTheyWere) {
     };
     const std::string changed = line_of(
         R"({"a":{"b":[1,2,{"c":"x"}],"e":"f","long":"a value long enough to be walked into"},"g":[1,2,3],"h":{"i":2},"status":{"tick":3}})");
+    // A type that is not valid JSON text (invalid UTF-8, a control character): found by fuzzing,
+    // the walk beside the remembered text took such a line that the whole line's parse refuses.
+    const std::string object_part = changed.substr(changed.find(R"(,"object":)"));
+    bad_lines.push_back(
+        "{\"type\":\"M\xe3"
+        "E\"" +
+        object_part);
+    bad_lines.push_back("{\"type\":\"MODI\x01FIED\"" + object_part);
     for (int cut = 0; cut < 40; ++cut)
         bad_lines.push_back(changed.substr(
             0, static_cast<std::size_t>(documents.pick(static_cast<int>(changed.size())))));
