@@ -62,6 +62,13 @@ struct Journal {
     InPlaceChanges changes;
     std::vector<Undo> undo;
 
+    // A timer's echo changes a few values (its status, the resourceVersion, a managedFields
+    // time): room for them at the first, not three reallocations.
+    void record(Undo&& entry) {
+        if (undo.capacity() == 0) undo.reserve(8);
+        undo.push_back(std::move(entry));
+    }
+
     // Puts the tree back as it was before the parse.
     void rollback() noexcept {
         for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
@@ -101,7 +108,9 @@ struct ValuePlace {
 };
 
 void add_key(std::vector<std::string>& keys, std::string_view key) {
-    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.emplace_back(key);
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) return;
+    if (keys.capacity() == 0) keys.reserve(4);
+    keys.emplace_back(key);
 }
 
 // A change of a value in a frame at `level` (1: the object's own keys), under the object's key
@@ -162,7 +171,7 @@ class InPlaceBuilder : public JsonPieces {
             std::move(frame.array->begin() + static_cast<std::ptrdiff_t>(frame.index),
                       frame.array->end(), std::back_inserter(entry.removed));
             frame.array->resize(frame.index);
-            journal_.undo.push_back(std::move(entry));
+            journal_.record(std::move(entry));
             note_change(frame);
         }
         stack_.pop_back();
@@ -281,7 +290,7 @@ class InPlaceBuilder : public JsonPieces {
             const std::size_t index = frame.index++;
             if (index < frame.array->size()) return {&(*frame.array)[index], frame.array, index};
             frame.array->emplace_back();
-            journal_.undo.push_back(Undo{.op = Op::pushed, .array = frame.array});
+            journal_.record(Undo{.op = Op::pushed, .array = frame.array});
             note_change(frame);
             return {&frame.array->back(), frame.array, index};
         }
@@ -300,8 +309,7 @@ class InPlaceBuilder : public JsonPieces {
             it = object.find(key);
             if (it == object.end()) {
                 it = object.emplace_hint(frame.next, key, json());
-                journal_.undo.push_back(
-                    Undo{.op = Op::inserted, .object = &object, .position = it});
+                journal_.record(Undo{.op = Op::inserted, .object = &object, .position = it});
                 note_change(frame);
             }
             frame.next = std::next(it);
@@ -313,12 +321,12 @@ class InPlaceBuilder : public JsonPieces {
     void assign(const Slot& slot, json value) {
         Frame& frame = stack_.back();
         if (slot.array) {
-            journal_.undo.push_back(Undo{.op = Op::assigned_element,
-                                         .array = slot.array,
-                                         .index = slot.index,
-                                         .old = std::move(*slot.node)});
+            journal_.record(Undo{.op = Op::assigned_element,
+                                 .array = slot.array,
+                                 .index = slot.index,
+                                 .old = std::move(*slot.node)});
         } else {
-            journal_.undo.push_back(
+            journal_.record(
                 Undo{.op = Op::assigned, .node = slot.node, .old = std::move(*slot.node)});
         }
         *slot.node = std::move(value);
@@ -350,7 +358,7 @@ class InPlaceBuilder : public JsonPieces {
             if (std::find(kept.begin(), kept.end(), it->first) != kept.end()) {
                 if (!it->second.is_object() || !it->second.empty()) {
                     note_erased(frame, it->first);
-                    journal_.undo.push_back(Undo{
+                    journal_.record(Undo{
                         .op = Op::assigned, .node = &it->second, .old = std::move(it->second)});
                     it->second = json::object();
                 }
@@ -359,7 +367,7 @@ class InPlaceBuilder : public JsonPieces {
             }
             note_erased(frame, it->first);
             auto next = std::next(it);
-            journal_.undo.push_back(
+            journal_.record(
                 Undo{.op = Op::erased, .object = &object, .extracted = object.extract(it)});
             it = next;
         }
@@ -644,8 +652,7 @@ class Lockstep {
         }
         if (value) {
             json* const slot = &node;
-            journal_.undo.push_back(
-                Undo{.op = Op::assigned, .node = slot, .old = std::move(*slot)});
+            journal_.record(Undo{.op = Op::assigned, .node = slot, .old = std::move(*slot)});
             *slot = std::move(*value);
             note_change(journal_.changes, place.level, place.top, place.meta);
         }

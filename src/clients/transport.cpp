@@ -25,6 +25,7 @@
 #include <deque>
 #include <exception>
 #include <map>
+#include <memory_resource>
 #include <tuple>
 
 #include "clients/auth.hpp"
@@ -240,6 +241,9 @@ struct Connection : std::enable_shared_from_this<Connection> {
     std::optional<beast::tcp_stream> plain;
     std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
     beast::flat_buffer buffer;
+    // Room for an answer's header fields, which Beast allocates one by one (half a dozen on
+    // every answer to a patch); one answer at a time per connection.
+    std::array<std::byte, 768> field_space;
     bool reused = false;
     bool timed_out = false;  // closed by the watchdog: its operations failed for that reason
 
@@ -303,7 +307,8 @@ struct Pool {
     std::deque<std::shared_ptr<asio::steady_timer>> waiters;
 };
 
-std::optional<double> parse_retry_after(const http::fields& fields) {
+template <class Fields>
+std::optional<double> parse_retry_after(const Fields& fields) {
     auto it = fields.find(http::field::retry_after);
     if (it == fields.end()) return std::nullopt;
     try {
@@ -553,7 +558,11 @@ struct Transport::Impl {
                                                                    const std::string& body) {
         const std::array<asio::const_buffer, 2> request{asio::buffer(head), asio::buffer(body)};
         co_await asio::async_write(stream, request, use_awaitable);
-        http::response_parser<AppendingStringBody> parser;
+        // (More fields than fit go to the heap; the message dies before the next answer.)
+        std::pmr::monotonic_buffer_resource fields_arena(connection.field_space.data(),
+                                                         connection.field_space.size());
+        http::response_parser<AppendingStringBody, std::pmr::polymorphic_allocator<char>> parser(
+            std::piecewise_construct, std::make_tuple(), std::make_tuple(&fields_arena));
         parser.body_limit(boost::none);
         co_await http::async_read(stream, connection.buffer, parser, use_awaitable);
         auto& message = parser.get();

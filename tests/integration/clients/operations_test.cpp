@@ -74,6 +74,41 @@ TEST_F(Operations, AWriteSendsTheRequestLineAndEveryHeaderOnce) {
                   "\r\n");
 }
 
+// An answer's header fields are kept in a small space per connection, the rest on the heap:
+// answers with kilobytes of fields (proxies and gateways add them) are read whole, Retry-After
+// last among them included.
+TEST_F(Operations, AnswersWithKilobytesOfHeaderFieldsAreReadWhole) {
+    std::string padding;
+    for (int i = 0; i < 40; ++i)
+        padding +=
+            "X-Padding-" + std::to_string(i) + ": " + std::string(100, 'a' + i % 26) + "\r\n";
+    const std::string object =
+        R"({"metadata":{"name":"cm-fields","resourceVersion":"9"},"data":{"k":"v"}})";
+    const std::string throttled = R"({"kind":"Status","code":429,"reason":"TooManyRequests"})";
+    int answered = 0;
+    RawServer peer([&](const std::string&) -> RawReply {
+        const bool first = answered++ == 0;
+        const std::string& body = first ? throttled : object;
+        return {(first ? "HTTP/1.1 429 Too Many Requests\r\n" : "HTTP/1.1 200 OK\r\n") + padding +
+                "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                "\r\n" + (first ? "Retry-After: 2\r\n" : "") + "Connection: close\r\n\r\n" + body};
+    });
+    ConnectionInfo info;
+    info.server = peer.url();
+    auto settings = fast_settings();
+    settings.error_backoffs = {};
+    auto api = make_client(info, settings);
+    try {
+        run(api->get(configmaps(), "default", "cm-fields"));
+        FAIL() << "no error";
+    } catch (const TooManyRequestsError& e) {
+        EXPECT_EQ(e.retry_after(), 2.0);
+    }
+    const json fetched = run(api->get(configmaps(), "default", "cm-fields"));
+    EXPECT_EQ(fetched["data"]["k"], "v");
+    EXPECT_EQ(fetched["metadata"]["resourceVersion"], "9");
+}
+
 // A target with a space would split the request line: refused, named, nothing sent.
 TEST_F(Operations, ASpaceInTheRequestTargetIsRefusedBeforeAnythingIsSent) {
     RawServer peer([](const std::string&) -> RawReply { return {RawServer::json_response("{}")}; });
