@@ -29,9 +29,12 @@ std::atomic<std::size_t> threads_running{0};
 class LoopGuard {
   public:
     explicit LoopGuard(Executor& loop) : loop_(&loop) {}
-    void post(std::function<void()> fn) {
+    /// False if the loop is gone (`fn` is dropped).
+    bool post(std::function<void()> fn) {
         std::lock_guard lock(mutex_);
-        if (loop_) loop_->post(std::move(fn));
+        if (!loop_) return false;
+        loop_->post(std::move(fn));
+        return true;
     }
     void close() {
         std::lock_guard lock(mutex_);
@@ -340,10 +343,13 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
         if (patch.empty()) return;
         auto taken = std::make_shared<Patch>(std::move(patch));
         patch = Patch();
-        core->guard->post([self = shared_from_this(), taken] {
+        ++posted;
+        const bool on_its_way = core->guard->post([self = shared_from_this(), taken] {
+            --self->posted;
             self->outbox.push_back(std::move(*taken));
             self->kick();
         });
+        if (!on_its_way) --posted;
     }
 
     // On the loop: one writer at a time per daemon keeps its patches in order.
@@ -377,9 +383,11 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
         }
     }
 
-    // On the loop: until everything sent so far is written.
+    // On the loop: until everything sent so far is written (posted to the loop included: a
+    // timer's patch is written before its interval starts, as in Kopf, and an API server that
+    // falls behind slows the ticks instead of piling up their patches).
     Task<void> drain() {
-        while (writing || !outbox.empty()) {
+        while (writing || !outbox.empty() || posted > 0) {
             written = std::make_shared<StopFlag>(StopFlag::Mode::SUSPENDING);
             auto waiting = written;
             co_await sleep_on(*waiting, core->loop, -1);
@@ -410,7 +418,8 @@ class Daemon : public std::enable_shared_from_this<Daemon> {
     json body;  // the views of a daemon on threads (see view())
     unsigned long body_generation = 0;
     Patch patch;
-    std::vector<Patch> outbox;  // few and short-lived (a deque allocates half a KB up front)
+    std::vector<Patch> outbox;   // few and short-lived (a deque allocates half a KB up front)
+    std::atomic<int> posted{0};  // sent, on their way to the outbox (from any thread)
     bool writing = false;
     std::optional<double> stop_started;  // the loop's clock when first asked to stop
     bool done = false;

@@ -39,10 +39,14 @@ struct DaemonsBed {
                            std::chrono::duration<double>(ex.now()));
     }
 
+    double write_delay = 0;              // virtual seconds that each patch takes to write
+    std::function<void()> on_written{};  // after each
+
     static Task<void> record(DaemonsBed* bed, Patch patch) {
+        if (bed->write_delay > 0) co_await kopf::sleep(bed->write_delay);
         bed->written.push_back(patch.merge);
         bed->body.merge_patch(patch.merge);
-        co_return;
+        if (bed->on_written) bed->on_written();
     }
 
     void start() {
@@ -439,6 +443,35 @@ TEST(DaemonTiming, PlainTimerCountsItsIntervalFromTheEndOfEachRun) {
     ASSERT_EQ(times.at.size(), 4u);
     for (std::size_t i = 0; i < times.at.size(); ++i)
         EXPECT_NEAR(times.at[i], 1.3 * static_cast<double>(i), 1e-9) << i;
+}
+
+// As Kopf's timer awaits its patch before it sleeps: the interval starts once the tick's patch
+// is written, and a slow API server spaces the ticks out instead of queueing their patches.
+TEST(DaemonTiming, TimersIntervalStartsAfterItsPatchIsWritten) {
+    DaemonsBed bed;
+    Times times;
+    std::vector<std::size_t> written_before;  // patches written when each tick began
+    std::vector<double> written_at;
+    bed.write_delay = 0.5;
+    bed.on_written = [&] { written_at.push_back(bed.ex.now()); };
+    on::timer t(bed.registry, "kopfexamples", {.id = "t", .interval = 1.0},
+                [&](Context& ctx) -> Task<void> {
+                    times.at.push_back(bed.ex.now());
+                    written_before.push_back(bed.written.size());
+                    ctx.patch.status()["tick"] = static_cast<int>(times.at.size());
+                    co_return;
+                });
+    bed.start();
+    bed.event("");
+    bed.run_until(5.2);  // ticks at 0, 1.5, 3 and 4.5; the fourth patch written at 5
+    ASSERT_EQ(times.at.size(), 4u);
+    for (std::size_t i = 0; i < times.at.size(); ++i) {
+        EXPECT_NEAR(times.at[i], 1.5 * static_cast<double>(i), 1e-9) << i;
+        EXPECT_EQ(written_before[i], i) << i;
+    }
+    ASSERT_EQ(written_at.size(), 4u);
+    EXPECT_NEAR(written_at[3], 5.0, 1e-9);
+    EXPECT_EQ(bed.body["status"]["tick"], 4);
 }
 
 TEST(DaemonTiming, SharpTimerKeepsToItsGridWhateverTheRunTakes) {
